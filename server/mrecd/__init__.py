@@ -1,0 +1,69 @@
+"""mrecd: storage for molecular simulation records (the molrec format).
+
+The record model (:class:`Frame`, :class:`Block`, :class:`Column`,
+:class:`Box`, :class:`Declaration`), declared precision (:func:`quantum`,
+:func:`quantize`) and MRF1 frame bytes (:func:`encode_frame`,
+:func:`decode_frame`) are importable from here.
+"""
+
+from .codecs import decode_frame, encode_frame
+from .errors import (
+    AlreadyExists,
+    FrameBytesError,
+    InvalidRecord,
+    MrecdError,
+    NotFound,
+    PreconditionFailed,
+    ReadOnlyError,
+    RetryableError,
+    StepOrderError,
+    UnsupportedVersion,
+    WriterBusy,
+)
+from .model import (
+    MOLREC_VERSION,
+    Block,
+    BlockSpec,
+    Box,
+    Column,
+    ColumnSpec,
+    Declaration,
+    Frame,
+    MetaSpec,
+    Record,
+    on_grid,
+    quantize,
+    quantum,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "MOLREC_VERSION",
+    "AlreadyExists",
+    "Block",
+    "BlockSpec",
+    "Box",
+    "Column",
+    "ColumnSpec",
+    "Declaration",
+    "Frame",
+    "FrameBytesError",
+    "InvalidRecord",
+    "MetaSpec",
+    "MrecdError",
+    "NotFound",
+    "PreconditionFailed",
+    "ReadOnlyError",
+    "Record",
+    "RetryableError",
+    "StepOrderError",
+    "UnsupportedVersion",
+    "WriterBusy",
+    "__version__",
+    "decode_frame",
+    "encode_frame",
+    "on_grid",
+    "quantize",
+    "quantum",
+]

@@ -1,0 +1,1 @@
+"""The Zarr V3 binding of a record (storage.md, trajectory.md, chunking.md)."""

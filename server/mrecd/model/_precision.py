@@ -1,0 +1,70 @@
+"""Declared precision (frame.md §7, seed 004 F1): the quantum and the rounding.
+
+A column declaring precision ``p`` stores ``round_half_even(x / q) * q`` with
+``q`` the largest power of two not above ``p``. Both operations are exact in
+binary64 (``q`` is a power of two), so every writer stores the same bits.
+
+This is pure numpy arithmetic and the model needs it (a ``Column`` holds its
+stored, rounded values), so it lives in the model layer rather than the
+codecs; the codecs only see already-rounded values.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import InvalidRecord
+
+PRECISION_MIN: Final[float] = 2.0**-1000
+PRECISION_MAX: Final[float] = 2.0**1000
+
+
+def check_precision(precision: object, *, path: str | None = None) -> float:
+    """Return ``precision`` as a float when it is a legal declaration, else refuse.
+
+    Legal: a finite binary64 with ``2^-1000 <= p <= 2^1000`` (frame.md §7.2).
+    """
+    if isinstance(precision, bool) or not isinstance(precision, (int, float, np.floating, np.integer)):
+        raise InvalidRecord(f"precision {precision!r} is not a number", path=path)
+    p = float(precision)
+    if not (math.isfinite(p) and PRECISION_MIN <= p <= PRECISION_MAX):
+        raise InvalidRecord(
+            f"precision {precision!r} must be finite and within [2^-1000, 2^1000] (frame.md §7.2)",
+            path=path,
+        )
+    return p
+
+
+def quantum(precision: float) -> float:
+    """The quantum of precision ``p``: ``2^(e-1)`` where ``p = m * 2^e``, ``0.5 <= m < 1``.
+
+    Examples: ``quantum(1e-3) == 2**-10``, ``quantum(0.5) == 0.5``, ``quantum(1) == 1``.
+    """
+    _, exponent = math.frexp(check_precision(precision))
+    return math.ldexp(1.0, exponent - 1)
+
+
+def quantize(values: npt.ArrayLike, precision: float) -> npt.NDArray[np.float64]:
+    """Stored values under precision ``p`` (frame.md §7.1), as a new float64 array.
+
+    ``x`` is kept when NaN, infinite or ``|x| >= 2^52 * q``; otherwise it becomes
+    ``round_half_even(x / q) * q`` (numpy's ``round`` is half-to-even). The sign
+    of a small negative value survives as ``-0.0``.
+    """
+    q = quantum(precision)
+    x = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        rounded = np.round(x / q) * q
+        # NaN/inf fail the comparison, so they keep x along with the huge values.
+        return np.where(np.abs(x) < 2.0**52 * q, rounded, x)
+
+
+def on_grid(values: npt.ArrayLike, precision: float) -> bool:
+    """Whether every value is what :func:`quantize` stores (what a validator checks)."""
+    x = np.asarray(values, dtype=np.float64)
+    stored: Any = quantize(x, precision)
+    return bool(np.array_equal(stored.view(np.uint64), x.view(np.uint64)))
