@@ -33,9 +33,24 @@ class ForceField:
         self._tables: dict[str, Block] = dict(tables)
 
     @classmethod
-    def from_section(cls, document: Mapping[str, Any], tables: Mapping[str, Block]) -> ForceField:
-        """Build from the stored form (group attributes + blocks); the bindings' door."""
+    def from_section(
+        cls,
+        document: Mapping[str, Any],
+        tables: Mapping[str, Block],
+        *,
+        molrec_version: int | None = None,
+    ) -> ForceField:
+        """Build from the stored form (group attributes + blocks); the bindings' door.
+
+        ``molrec_version`` is the version of the record (or collection) the
+        section was read from: a version-1 section is converted as
+        forcefield.md §11 prescribes; ``None`` (unstamped) and ``2`` read as is.
+        """
         return cls(document, tables)
+
+    def to_section(self) -> tuple[dict[str, Any], dict[str, Block]]:
+        """The stored form: ``(document, tables)``."""
+        return self.document, self.tables
 
     @property
     def document(self) -> dict[str, Any]:

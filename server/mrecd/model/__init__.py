@@ -41,9 +41,16 @@ from ._dtypes import (
     dtype_of,
     numpy_dtype,
 )
-from ._frame import META_TYPES_KEY, Frame, check_frame_targets, decode_meta_document
+from ._frame import (
+    META_TYPES_KEY,
+    Frame,
+    check_block_targets,
+    check_frame_targets,
+    decode_meta_document,
+)
 from ._precision import PRECISION_MAX, PRECISION_MIN, check_precision, on_grid, quantize, quantum
 from ._record import Record
+from ._sequence import SequenceState, Update, check_system_alignment
 from ._typed import (
     META_TAGS,
     TAG_LAYOUT,
@@ -90,8 +97,11 @@ __all__ = [
     "MetaSpec",
     "MetaTag",
     "Record",
+    "SequenceState",
+    "Update",
     "as_column_array",
     "canonical_dtype",
+    "check_block_targets",
     "check_collection_meta",
     "check_dtype_name",
     "check_frame_targets",
@@ -100,6 +110,7 @@ __all__ = [
     "check_precision",
     "check_record_meta",
     "check_status",
+    "check_system_alignment",
     "check_tag",
     "check_target",
     "check_units",

@@ -28,7 +28,7 @@ from ._typed import (
     read_untagged,
 )
 
-__all__ = ["META_TYPES_KEY", "Frame", "check_frame_targets"]
+__all__ = ["META_TYPES_KEY", "Frame", "check_block_targets", "check_frame_targets", "decode_meta_document"]
 
 #: The reserved attribute that maps every meta key to its tag.
 META_TYPES_KEY = "_meta_types"
@@ -343,30 +343,40 @@ def check_frame_targets(
     holds the named section; otherwise no check applies.
     """
     for name, block in blocks.items():
-        targets = block.targets
-        if not targets or block.count == 0:
-            continue
-        for column, target in targets.items():
-            where = f"{name}/{column}"
-            if target.startswith("/"):
-                _, section, target_block = target.split("/")
-                if sections is None or section not in sections:
-                    continue
-                rows = sections[section].get(target_block)
-            else:
-                rows = blocks.get(target)
-            if rows is None:
-                raise InvalidRecord(
-                    f"target {target!r} does not exist while {name!r} has rows (frame.md §8)", path=where
-                )
-            col = block[column]
-            values = col.values if col.validity is None else col.values[col.validity]
-            if values.size and int(values.max()) >= rows.count:
-                raise InvalidRecord(
-                    f"row reference {int(values.max())} is not below {target!r}'s {rows.count} rows"
-                    " (frame.md §8)",
-                    path=where,
-                )
+        check_block_targets(name, block, blocks, sections)
+
+
+def check_block_targets(
+    name: str,
+    block: Block,
+    blocks: Mapping[str, Block],
+    sections: Mapping[str, Mapping[str, Block]] | None = None,
+) -> None:
+    """Refuse the references of one block ``name`` that do not resolve (see :func:`check_frame_targets`)."""
+    targets = block.targets
+    if not targets or block.count == 0:
+        return
+    for column, target in targets.items():
+        where = f"{name}/{column}"
+        if target.startswith("/"):
+            _, section, target_block = target.split("/")
+            if sections is None or section not in sections:
+                continue
+            rows = sections[section].get(target_block)
+        else:
+            rows = blocks.get(target)
+        if rows is None:
+            raise InvalidRecord(
+                f"target {target!r} does not exist while {name!r} has rows (frame.md §8)", path=where
+            )
+        col = block[column]
+        values = col.values if col.validity is None else col.values[col.validity]
+        if values.size and int(values.max()) >= rows.count:
+            raise InvalidRecord(
+                f"row reference {int(values.max())} is not below {target!r}'s {rows.count} rows"
+                " (frame.md §8)",
+                path=where,
+            )
 
 
 def _same_real(a: float | None, b: float | None) -> bool:

@@ -1,0 +1,243 @@
+"""The writer's view of a trajectory: which presented blocks are updates, and the rules
+that hold on resolved frames (trajectory.md §1, §6, §7; lmdb.md §5).
+
+Both the Zarr trajectory writer and the LMDB collection writer hold frames to
+the same rules through :class:`SequenceState`, so the two refuse the same
+frames and store the same sparse updates.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import InvalidRecord, StepOrderError
+from ._block import Block
+from ._box import Box
+from ._declaration import Declaration
+from ._frame import Frame, check_block_targets
+
+__all__ = ["SequenceState", "Update", "check_system_alignment"]
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """What one appended frame stores.
+
+    ``blocks`` holds only the blocks that changed (bitwise, after precision
+    rounding) or that appear for the first time; ``box`` is set only where the
+    cell changes. ``meta`` holds every declared key (fills materialized).
+    """
+
+    ordinal: int
+    step: int
+    time: float | None
+    meta: dict[str, Any]
+    blocks: dict[str, Block]
+    box: Box | None
+    frame: Frame = field(repr=False)  #: the conformed frame as presented
+
+
+def check_system_alignment(declaration: Declaration, system: Mapping[str, Block] | None) -> None:
+    """Refuse a declaration that cannot align with ``system`` (trajectory.md §1.5, §7.2).
+
+    An aligned trajectory block may not share a name with a system block; a
+    block with a ``structural_shape`` that shares one must hold its row count.
+    """
+    if not system:
+        return
+    for name, spec in declaration.blocks.items():
+        if name not in system:
+            continue
+        if spec.aligned_with is not None:
+            raise InvalidRecord(
+                f"aligned block {name!r} shares its name with a system block (trajectory.md §7.2)",
+                path=f"sequence_schema.blocks.{name}",
+            )
+        if spec.structural_shape is not None and int(np.prod(spec.structural_shape)) != system[name].count:
+            raise InvalidRecord(
+                f"block {name!r} declares {int(np.prod(spec.structural_shape))} rows per update but"
+                f" system/{name} has {system[name].count}",
+                path=f"sequence_schema.blocks.{name}",
+            )
+
+
+class SequenceState:
+    """The resolved state after the frames written so far, and the rules for the next one.
+
+    Parameters
+    ----------
+    declaration
+        The pinned ``sequence_schema``.
+    system
+        The record's ``system`` blocks: a same-named trajectory block holds
+        their row count in every update (and equal ``id`` values).
+    sections
+        Frame-shaped sections an absolute target may name (``{"system":
+        {...}, "frame": {...}}``).
+
+    :meth:`admit` checks a frame and advances the state; to keep a batch
+    all-or-nothing, admit into :meth:`copy` and keep the copy on success.
+    """
+
+    def __init__(
+        self,
+        declaration: Declaration,
+        *,
+        system: Mapping[str, Block] | None = None,
+        sections: Mapping[str, Mapping[str, Block]] | None = None,
+    ) -> None:
+        check_system_alignment(declaration, system)
+        self.declaration = declaration
+        self.system: dict[str, Block] = dict(system or {})
+        self.sections: dict[str, Mapping[str, Block]] = dict(sections or {})
+        if system is not None:
+            self.sections.setdefault("system", self.system)
+        self.nstep = 0
+        self.last_step: int | None = None
+        self.has_time: bool | None = None
+        self.current: dict[str, Block] = {}
+        self.box: Box | None = None
+
+    def copy(self) -> SequenceState:
+        """An independent state to admit a batch into (shallow: blocks are immutable)."""
+        other = copy.copy(self)
+        other.current = dict(self.current)
+        return other
+
+    def restore(
+        self,
+        *,
+        nstep: int,
+        last_step: int | None,
+        has_time: bool | None,
+        current: Mapping[str, Block],
+        box: Box | None,
+    ) -> None:
+        """Set the state a reopened store resolves to at its last committed frame."""
+        self.nstep = nstep
+        self.last_step = last_step
+        self.has_time = has_time
+        self.current = dict(current)
+        self.box = box
+
+    # -- the rules ------------------------------------------------------------------------
+
+    def admit(self, frame: Frame, *, path: str | None = None) -> Update:
+        """Check ``frame`` as the next frame and return what it stores.
+
+        Refuses (nothing changes): a missing, repeated or decreasing step
+        (:class:`~mrecd.errors.StepOrderError`), a time where frame 0 had none
+        or none where it had one, anything the declaration refuses, a block
+        whose row count breaks its system block or its aligned target, an
+        unresolved row reference, a cell whose ``cell_defined`` differs from the
+        run's.
+        """
+        where = path or f"frame {self.nstep}"
+        step = frame.step
+        if step is None:
+            raise InvalidRecord("a trajectory frame carries its step number", path=f"{where}.step")
+        if self.last_step is not None and step <= self.last_step:
+            raise StepOrderError(
+                f"step {step} is not above the previous step {self.last_step}: steps are strictly"
+                " increasing (trajectory.md §1.1)",
+                path=f"{where}.step",
+            )
+        has_time = frame.time is not None
+        if self.has_time is not None and has_time != self.has_time:
+            raise InvalidRecord(
+                "time is all-or-nothing: frame 0 "
+                + ("had a time, this frame has none" if self.has_time else "had none, this frame has one")
+                + " (trajectory.md §1.2)",
+                path=f"{where}.time",
+            )
+        conformed = self.declaration.conform(frame, path=where)
+        changed: dict[str, Block] = {}
+        resolved = dict(self.current)
+        for name, block in conformed.items():
+            self._check_system_rows(name, block, where)
+            previous = self.current.get(name)
+            if previous is None or not previous.same_content(block):
+                changed[name] = block
+                resolved[name] = block
+        self._check_aligned(resolved, where)
+        self._check_targets(resolved, set(changed), where)
+        box_update = self._box_update(frame.box, where)
+        update = Update(
+            ordinal=self.nstep,
+            step=step,
+            time=frame.time,
+            meta=conformed.meta,
+            blocks=changed,
+            box=box_update,
+            frame=conformed,
+        )
+        self.nstep += 1
+        self.last_step = step
+        self.has_time = has_time
+        self.current = resolved
+        if box_update is not None:
+            self.box = box_update
+        return update
+
+    def _check_system_rows(self, name: str, block: Block, where: str) -> None:
+        system_block = self.system.get(name)
+        if system_block is None:
+            return
+        if block.count != system_block.count:
+            raise InvalidRecord(
+                f"trajectory block {name!r} holds {block.count} rows but system/{name} has"
+                f" {system_block.count}: same-named blocks align 1:1 (trajectory.md §1.5)",
+                path=f"{where}/{name}",
+            )
+        if "id" in block and "id" in system_block and not block["id"].same_values(system_block["id"]):
+            raise InvalidRecord(
+                f"trajectory {name}/id differs from system/{name}/id row for row (trajectory.md §1.5)",
+                path=f"{where}/{name}/id",
+            )
+
+    def _check_aligned(self, resolved: Mapping[str, Block], where: str) -> None:
+        for name, spec in self.declaration.blocks.items():
+            target = spec.aligned_with
+            if target is None or name not in resolved:
+                continue
+            if target not in resolved:
+                raise InvalidRecord(
+                    f"aligned block {name!r} is present while its target {target!r} is absent"
+                    " (trajectory.md §7.2)",
+                    path=f"{where}/{name}",
+                )
+            if resolved[name].count != resolved[target].count:
+                raise InvalidRecord(
+                    f"aligned block {name!r} has {resolved[name].count} rows but its target"
+                    f" {target!r} has {resolved[target].count}: restate it when the target's row"
+                    " count changes (trajectory.md §7.2)",
+                    path=f"{where}/{name}",
+                )
+
+    def _check_targets(self, resolved: Mapping[str, Block], touched: set[str], where: str) -> None:
+        """Range-check the references of blocks that changed or whose target changed."""
+        for name, block in resolved.items():
+            targets = block.targets
+            if not targets or not (name in touched or touched & set(targets.values())):
+                continue
+            try:
+                check_block_targets(name, block, resolved, self.sections)
+            except InvalidRecord as exc:
+                raise InvalidRecord(exc.message, path=f"{where}/{exc.path}") from None
+
+    def _box_update(self, box: Box | None, where: str) -> Box | None:
+        if box is None or box == self.box:
+            return None
+        if self.box is not None and box.cell_defined != self.box.cell_defined:
+            raise InvalidRecord(
+                "cell_defined is one flag for the whole run; this cell changes it"
+                " (trajectory.md §4)",
+                path=f"{where}/box",
+            )
+        return box
+
