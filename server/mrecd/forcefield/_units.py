@@ -118,10 +118,12 @@ def _check_beside_preset(preset: str, quantity: str, unit: str, path: str) -> No
             path=where,
         )
     if not unit_equivalent(unit, expected):
-        hint = " (version-2 angle values are in degrees)" if quantity == "angle" else ""
+        hint, rule = (
+            ("; version-2 angle values are in degrees", "F4") if quantity == "angle" else ("", "F3")
+        )
         raise InvalidRecord(
             f"{unit!r} beside preset {preset!r} must be pint-equivalent to {expected!r}{hint}"
-            " (§2.2)",
+            f" ({rule}, §2.2)",
             path=where,
         )
 

@@ -97,6 +97,8 @@ def _angle_unit(units: Mapping[str, Any]) -> str | None:
 
 
 def _scaled(column: Column, steps: list[float], where: str) -> Column:
+    if column.validity is not None and not column.validity.any():
+        return column  # every cell null: nothing to convert
     if column.dtype != "f64":
         raise InvalidRecord(
             f"a {column.dtype} column cannot be converted exactly (§11.2)", path=where
