@@ -5,7 +5,8 @@ frame-shaped group (attributes = document, one block per style) and by the
 LMDB binding as the ``ff`` value (header ``meta`` = document, blocks = tables).
 
 :class:`ForceField` validates a section on construction (§12.1), converts a
-version-1 one (§11) and answers the lookups of §13 with the result types
+version-1 one (§11; :func:`convert_v1_frame` converts the frames that link
+to it) and answers the lookups of §13 with the result types
 below, each of which has a plain-JSON ``to_dict()``.
 """
 
@@ -23,6 +24,7 @@ from ._results import (
     TermLookup,
 )
 from ._units import PRESETS
+from ._v1_frames import convert_v1_frame
 
 __all__ = [
     "PRESETS",
@@ -37,6 +39,7 @@ __all__ = [
     "TableRow",
     "TermLookup",
     "block_name",
+    "convert_v1_frame",
     "decode_style",
     "encode_style",
     "parse_block_name",
