@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 from typing import Any
 
 import pytest
@@ -400,3 +402,24 @@ def test_non_string_names_are_refused(tip3p: ForceField, bad: Any) -> None:
         tip3p.atom(bad)
     with pytest.raises(InvalidRecord):
         tip3p.term("bond", bad)
+
+
+def test_a_force_field_and_its_answers_pickle_and_copy(charmm: ForceField) -> None:
+    charmm.atom("HA")  # the index exists and travels (or is rebuilt) with the object
+    for clone in (pickle.loads(pickle.dumps(charmm)), copy.deepcopy(charmm)):
+        assert clone == charmm
+        assert clone.pair("CT1", "HA").to_dict() == charmm.pair("CT1", "HA").to_dict()
+    answer = charmm.pair("NH1", "CT1")
+    assert pickle.loads(pickle.dumps(answer)) == answer
+
+
+def test_shared_mappings_are_read_only(charmm: ForceField) -> None:
+    term = charmm.pair("CT1", "HA").terms[0]
+    with pytest.raises(TypeError):
+        term.style_params["cutoff"] = 1.0  # type: ignore[index]
+    with pytest.raises(TypeError):
+        charmm.styles[3].params["mixing"] = "geometric"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        term.style_params.update({"x": 1})  # type: ignore[attr-defined]
+    assert dict(term.style_params) == {"cutoff": 12.0, "mixing": "arithmetic"}
+    assert json.loads(json.dumps(term.style_params)) == {"cutoff": 12.0, "mixing": "arithmetic"}

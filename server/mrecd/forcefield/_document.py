@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ..errors import InvalidRecord
+from ._frozen import FrozenDict
 from ._names import CATEGORY_PATTERN, block_name
 from ._registry import ENDPOINT_KEYS, MIXING_RULES, ONE_FOUR_MODES, is_registered
 from ._units import check_units
@@ -182,7 +183,9 @@ def _check_entry(entry: Any, position: int) -> Style:
             f"endpoint_key {key!r} must be one of type, class, smirks (F8, §4)",
             path=f"{path}.endpoint_key",
         )
-    return Style(category, style, params, expression, key, block_name(category, style), position)
+    return Style(
+        category, style, FrozenDict(params), expression, key, block_name(category, style), position
+    )
 
 
 def _normalized_entry(entry: Mapping[str, Any]) -> dict[str, Any]:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from ..errors import InvalidRecord, NotFound
 from ..model import Block, Column, finite_json
 from ._document import Style
+from ._frozen import FrozenDict
 from ._registry import COUL_STYLES, REGISTERED
 from ._results import (
     AtomLookup,
@@ -85,7 +85,7 @@ class _Table:
         self.style = style
         self.layout = layout
         self.count = block.count
-        self.style_params: Mapping[str, Any] = MappingProxyType(dict(style.params))
+        self.style_params: Mapping[str, Any] = FrozenDict(style.params)
         self.cells = {name: _cells(column) for name, column in block.items()}
         names: list[str] = self.cells["name"]
         self.names = {n: r for r, n in enumerate(names)}
@@ -172,7 +172,7 @@ class Index:
         units: Mapping[str, str],
         special_bonds: Mapping[str, Any] | None,
     ) -> None:
-        self.units: Mapping[str, str] = MappingProxyType(dict(units))
+        self.units: Mapping[str, str] = FrozenDict(units)
         self.special_bonds = special_bonds
         self.tables = {s.block: _Table(s, layouts[s.block], tables[s.block]) for s in styles}
         self.by_category: dict[str, list[_Table]] = {}
@@ -212,7 +212,7 @@ class Index:
         """§13 (a): the row named ``name`` in each atom table."""
         _check_name(name, "type")
         tables = self.by_category.get("atom", [])
-        via: Any = "atom"
+        via: Literal["atom", "pair"] = "atom"
         if not tables:  # rule 1: smirks-keyed force fields name atoms.type in the pair table
             tables = [
                 t for t in self.by_category.get("pair", []) if t.style.endpoint_key == "smirks"
