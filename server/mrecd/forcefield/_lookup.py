@@ -175,6 +175,7 @@ class Index:
         self.units: Mapping[str, str] = FrozenDict(units)
         self.special_bonds = special_bonds
         self.tables = {s.block: _Table(s, layouts[s.block], tables[s.block]) for s in styles}
+        self.by_style = {(t.style.category, t.style.style): t for t in self.tables.values()}
         self.by_category: dict[str, list[_Table]] = {}
         for style in styles:
             self.by_category.setdefault(style.category, []).append(self.tables[style.block])
@@ -226,9 +227,9 @@ class Index:
     # -- (b) relation rows by name -------------------------------------------------------
 
     def _table(self, category: str, style: str) -> _Table:
-        for table in self.by_category.get(category, []):
-            if table.style.style == style:
-                return table
+        table = self.by_style.get((category, style))
+        if table is not None:
+            return table
         searched = [t.style.block for t in self.by_category.get(category, [])]
         raise _not_found(f"style ({category}, {style})", searched)
 
