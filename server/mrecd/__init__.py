@@ -20,6 +20,7 @@ from .errors import (
     UnsupportedVersion,
     WriterBusy,
 )
+from .forcefield import ForceField
 from .model import (
     MOLREC_VERSION,
     Block,
@@ -47,6 +48,7 @@ __all__ = [
     "Column",
     "ColumnSpec",
     "Declaration",
+    "ForceField",
     "Frame",
     "FrameBytesError",
     "InvalidRecord",
