@@ -34,6 +34,9 @@ class Violation:
     message: str
 
     def __str__(self) -> str:
+        """``path: message``, with ``[rule]`` appended unless the message already cites it."""
+        if self.rule in self.message:
+            return f"{self.path}: {self.message}"
         return f"{self.path}: {self.message} [{self.rule}]"
 
     @classmethod

@@ -76,7 +76,11 @@ class RecordStore:
             self.tree = DirTree(path)
         self.path = path
         self.writable = writable
-        root = self.tree.node("")
+        try:
+            root = self.tree.node("")
+        except InvalidRecord as exc:
+            self.tree.close()
+            raise InvalidRecord(exc.message, path=str(path)) from None
         if root is None:
             self.tree.close()
             raise InvalidRecord(
