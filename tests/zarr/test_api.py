@@ -386,3 +386,10 @@ def test_attributes_are_strict_json_on_disk(water: Path) -> None:
 def test_repr_names_path_and_sections(water: Path) -> None:
     with mrecd.open_record(water) as record:
         assert "water.mrec" in repr(record) and "'frame'" in repr(record)
+
+
+def test_a_broken_section_does_not_block_rewriting_another(water: Path) -> None:
+    (water / "frame" / "atoms" / "mass" / "c" / "0").write_bytes(b"broken")
+    with mrecd.open_record(water, "r+") as record:
+        record.write_system(mrecd.Frame({"atoms": {"element": np.array(["N"])}}))
+        assert record.system is not None and record.system["atoms"].count == 1

@@ -199,3 +199,22 @@ def test_cli_usage_error_exits_2() -> None:
     with pytest.raises(SystemExit) as info:
         main(["frobnicate"])
     assert info.value.code == 2
+
+
+def test_cli_runs_as_a_module(water: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    put_array(
+        water / "frame" / "atoms", "x", np.array([0.1, 0.2, 0.3]), attributes={"precision": 1e-3}
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "mrecd.cli", "validate", str(water)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        check=False,
+    )
+    assert result.returncode == 1
+    assert result.stdout.startswith("frame/atoms/x: ")

@@ -11,12 +11,15 @@ from __future__ import annotations
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import unquote, urlsplit
 
 from ..bindings.zarr._layout import BRAND, ZIP_BRAND
 from ..errors import AlreadyExists, InvalidRecord, NotFound
+from ..forcefield import ForceField
+from ..model import Declaration, Frame
 from ._record import Mode, StoredRecord, create_record, open_record, pack_record
 
 if TYPE_CHECKING:
@@ -91,7 +94,19 @@ class Catalog:
     def _packed(self, name: str) -> Path:
         return self._root / f"{check_record_name(name)}{ZIP_BRAND}"
 
-    def create_record(self, name: str, **sections: Any) -> StoredRecord:
+    def create_record(
+        self,
+        name: str,
+        *,
+        meta: Mapping[str, Any] | None = None,
+        system: Frame | None = None,
+        frame: Frame | None = None,
+        forcefield: ForceField | None = None,
+        declaration: Declaration | None = None,
+        status: Mapping[str, Any] | None = None,
+        method: Mapping[str, Any] | None = None,
+        overwrite: bool = False,
+    ) -> StoredRecord:
         """Create record ``name`` (keywords as :func:`mrecd.create_record`) and open it ``r+``.
 
         Raises
@@ -99,12 +114,22 @@ class Catalog:
         InvalidRecord
             Unsafe name or invalid content.
         AlreadyExists
-            A record of that name exists (live, or packed unless ``overwrite``).
+            A record of that name exists, live or packed (unless ``overwrite``).
         """
         live = self._live(name)
-        if self._packed(name).exists() and not sections.get("overwrite", False):
+        if self._packed(name).exists() and not overwrite:
             raise AlreadyExists(f"record {name!r} exists (packed)", path=name)
-        return create_record(live, **sections)
+        return create_record(
+            live,
+            meta=meta,
+            system=system,
+            frame=frame,
+            forcefield=forcefield,
+            declaration=declaration,
+            status=status,
+            method=method,
+            overwrite=overwrite,
+        )
 
     def record(self, name: str, mode: Mode = "r") -> StoredRecord:
         """Open record ``name``: the live directory if present, else the packed zip (read-only).
@@ -139,7 +164,7 @@ class Catalog:
         except InvalidRecord:
             return False
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[str]:
         return iter(self.records())
 
     def delete_record(self, name: str) -> None:

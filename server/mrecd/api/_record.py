@@ -304,7 +304,10 @@ class StoredRecord:
         """Refuse a rewrite of ``name`` that breaks its references or others' references into it."""
         sections: dict[str, Mapping[str, Block]] = {name: blocks}
         for other in set(FRAME_SECTIONS) - {name}:
-            parts = self._parts(other)
+            try:
+                parts = self._parts(other)
+            except InvalidRecord:
+                continue  # a broken section is refused when read; it does not block this write
             if parts is not None:
                 sections[other] = parts.blocks
         _check_section_targets(name, blocks, sections)
