@@ -218,3 +218,14 @@ def test_cli_runs_as_a_module(water: Path) -> None:
     )
     assert result.returncode == 1
     assert result.stdout.startswith("frame/atoms/x: ")
+
+
+def test_box_writer_rules_are_reported(water: Path) -> None:
+    box = water / "frame" / "box"
+    update_attributes(box, cell_defined=True)
+    assert [(v.path, v.rule) for v in mrecd.validate_record(water)] == [
+        ("frame/box", "frame.md §9")
+    ]
+    update_attributes(box, cell_defined=False)  # 20 x identity vectors, no boundary array
+    found = [(v.path, v.rule) for v in mrecd.validate_record(water)]
+    assert found == [("frame/box", "frame.md §9.1"), ("frame/box/vectors", "frame.md §9.1")]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
+from ..bindings.zarr._arrays import array_dtype, read_values
 from ..bindings.zarr._frames import SectionParts, Sink, frame_from_parts
 from ..bindings.zarr._layout import DOCUMENT_SECTIONS, FRAME_SECTIONS
 from ..bindings.zarr._record import RecordStore, record_kind
@@ -175,6 +176,7 @@ def _check_frame_sections(store: RecordStore, report: _Report) -> None:
         report.attempt(frame_from_parts, section, path=name, rule="frame.md §10.6")
         report.attempt(_check_section_targets, name, section.blocks, sections, path=name)
         _check_endpoints(name, section.blocks, report)
+        report.attempt(_check_box_as_written, store.tree, name, report, path=join(name, "box"))
     for name, section in parts.items():
         _check_grid(name, section.blocks, report)
 
@@ -213,6 +215,27 @@ def _check_grid(section: str, blocks: Mapping[str, Block], report: _Report) -> N
                 f"{off} of {values.size} values are off the grid of precision {column.precision!r}"
                 " (a writer stores round_half_even(x/q)*q; frame.md §7.1)",
             )
+
+
+def _check_box_as_written(tree: Tree, section: str, report: _Report) -> None:
+    """Writer rules a reader papers over: ``cell_defined`` only when false; an undefined cell
+    writes identity vectors and an explicit all-false boundary (frame.md §9, §9.1)."""
+    node = tree.node(join(section, "box"))
+    if node is None or node.kind != "group":
+        return
+    flag = node.attributes.get("cell_defined")
+    if flag is True:
+        report.add(node.path, "frame.md §9", "cell_defined is written only when it is false")
+    if flag is not False:
+        return
+    children = tree.children(node.path)
+    if "boundary" not in children:
+        report.add(node.path, "frame.md §9.1", "an undefined cell writes boundary as all-false")
+    vectors = children.get("vectors")
+    if vectors is not None and vectors.kind == "array":
+        values = read_values(tree, vectors, array_dtype(vectors))
+        if values.shape == (3, 3) and not np.array_equal(values, np.eye(3)):
+            report.add(vectors.path, "frame.md §9.1", "an undefined cell writes identity vectors")
 
 
 def _check_endpoints(section: str, blocks: Mapping[str, Block], report: _Report) -> None:

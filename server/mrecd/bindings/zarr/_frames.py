@@ -218,12 +218,6 @@ def read_block(tree: Tree, node: Node, sink: Sink | None = None) -> Block | None
     shape = sink.run(_structural_shape, node, count)
     children = tree.children(node.path)
     arrays = {n: c for n, c in children.items() if c.kind == "array" and n != VALIDITY}
-    if VALIDITY in children and children[VALIDITY].kind != "group":
-        sink.run(
-            _refuse,
-            f"{VALIDITY} is reserved for the mask subgroup (frame.md §6)",
-            children[VALIDITY].path,
-        )
     masks = sink.run(_masks, tree, node, arrays, count, sink) or {}
     columns: dict[str, Column] = {}
     for name, child in arrays.items():
@@ -236,10 +230,6 @@ def read_block(tree: Tree, node: Node, sink: Sink | None = None) -> Block | None
         targets = sink.run(check_targets, node.attributes["targets"], layout, path=node.path)
     attributes = {k: v for k, v in node.attributes.items() if k not in BLOCK_KEYS}
     return Block._trusted(columns, count, shape, targets, attributes)
-
-
-def _refuse(message: str, path: str) -> None:
-    raise InvalidRecord(message, path=path)
 
 
 def _box_array(tree: Tree, node: Node, part: str) -> npt.NDArray[Any]:
