@@ -393,3 +393,22 @@ def test_a_broken_section_does_not_block_rewriting_another(water: Path) -> None:
     with mrecd.open_record(water, "r+") as record:
         record.write_system(mrecd.Frame({"atoms": {"element": np.array(["N"])}}))
         assert record.system is not None and record.system["atoms"].count == 1
+
+
+def test_a_failed_section_write_keeps_the_old_section(
+    water: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before = sorted(p.relative_to(water).as_posix() for p in water.rglob("*"))
+
+    def half_then_fail(root: Path, *args: Any, **kwargs: Any) -> None:
+        root.mkdir(parents=True)
+        (root / "zarr.json").write_text("{}")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(binding_record, "write_section", half_then_fail)
+    with mrecd.open_record(water, "r+") as record:
+        with pytest.raises(OSError, match="disk full"):
+            record.write_frame(water_frame(5, seed=4))
+        assert record.frame == water_frame()
+    assert sorted(p.relative_to(water).as_posix() for p in water.rglob("*")) == before
+    assert listing(water.parent) == ["water.mrec"]

@@ -229,3 +229,12 @@ def test_box_writer_rules_are_reported(water: Path) -> None:
     update_attributes(box, cell_defined=False)  # 20 x identity vectors, no boundary array
     found = [(v.path, v.rule) for v in mrecd.validate_record(water)]
     assert found == [("frame/box", "frame.md §9.1"), ("frame/box/vectors", "frame.md §9.1")]
+
+
+def test_violation_from_an_error_without_citation_uses_the_fallbacks() -> None:
+    error = mrecd.InvalidRecord("status needs a string state", path="status.state")
+    assert mrecd.Violation.from_error(error, rule="record.md §2.3") == mrecd.Violation(
+        "status.state", "record.md §2.3", "status needs a string state"
+    )
+    bare = mrecd.Violation.from_error(mrecd.InvalidRecord("x"), path="frame")
+    assert (bare.path, bare.rule) == ("frame", "mrecd")
