@@ -3,9 +3,22 @@
 The record model (:class:`Frame`, :class:`Block`, :class:`Column`,
 :class:`Box`, :class:`Declaration`), declared precision (:func:`quantum`,
 :func:`quantize`) and MRF1 frame bytes (:func:`encode_frame`,
-:func:`decode_frame`) are importable from here.
+:func:`decode_frame`) are importable from here, and so is the local API:
+records at a path (:func:`create_record`, :func:`open_record`,
+:class:`StoredRecord`, :func:`pack_record`, :func:`validate_record`) and the
+catalog of many records (:func:`open` -> :class:`Catalog`).
 """
 
+from .api import (
+    Catalog,
+    StoredRecord,
+    Violation,
+    create_record,
+    open,
+    open_record,
+    pack_record,
+    validate_record,
+)
 from .codecs import decode_frame, encode_frame
 from .errors import (
     AlreadyExists,
@@ -68,4 +81,14 @@ __all__ = [
     "on_grid",
     "quantize",
     "quantum",
+]
+__all__ += [
+    "Catalog",
+    "StoredRecord",
+    "Violation",
+    "create_record",
+    "open",
+    "open_record",
+    "pack_record",
+    "validate_record",
 ]
