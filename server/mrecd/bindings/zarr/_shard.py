@@ -426,19 +426,23 @@ class ArrayAppender:
             reader = ArrayReader(self.path, document)
             self._tail = reader.read(length - tail_rows, length).copy()
         write_json_atomic(self.path / "zarr.json", self.layout.metadata(length, self.attributes))
-        keep_chunks = length // c  # whole chunks that stay
+        # Chunks holding committed rows stay as they are on disk, the partial tail
+        # chunk included (its bytes stay valid for the committed rows until the
+        # next flush rewrites it); only chunks wholly past the commit go.
+        keep_chunks = -(-length // c)
         for shard_path in sorted((self.path / "c").glob("*")) if (self.path / "c").exists() else []:
             try:
                 index = int(shard_path.name)
             except ValueError:
                 continue
             first = index * per_shard
-            if first >= keep_chunks and not (tail_rows and index == keep_chunks // per_shard):
+            if first >= keep_chunks:
                 _remove_tree(shard_path)
                 continue
-            shard = self._shard(index)
-            shard.drop_from(max(0, keep_chunks - first))
-            shard.write_index()
+            if first + per_shard > keep_chunks:
+                shard = self._shard(index)
+                shard.drop_from(keep_chunks - first)
+                shard.write_index()
         self._flushed = length
 
 

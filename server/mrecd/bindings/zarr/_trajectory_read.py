@@ -192,10 +192,12 @@ class BlockReader:
         j = self.step_index.count_below(i + 1, self.n_updates) - 1
         if j < 0:
             return None
-        if j + 1 < self.n_updates and self.step_index[j + 1] <= self.step_index[j]:
-            raise InvalidRecord(
-                f"step_index repeats or decreases at update {j + 1}", path=str(self.path / "step_index")
-            )
+        here = self.step_index[j]
+        for k in (j - 1, j + 1):  # the neighbours of the entry found must be strictly ordered
+            if 0 <= k < self.n_updates and (self.step_index[k] < here) != (k < j):
+                raise InvalidRecord(
+                    f"step_index repeats or decreases around update {j}", path=str(self.path / "step_index")
+                )
         start, stop = self.offset[j], self.offset[j + 1]
         if stop < start:
             raise InvalidRecord(

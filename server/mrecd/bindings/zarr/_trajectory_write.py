@@ -328,7 +328,8 @@ class _BoxWriter:
         arrays["vectors"].append(box.vectors[None])
         self._optional("origin", box.origin, not box.origin_is_default, np.zeros(3), "f64")
         default_flags = np.full(3, self.cell_defined)
-        self._optional("boundary", box.boundary, not box.boundary_is_default, default_flags, "bool")
+        explicit = not box.boundary_is_default or not self.cell_defined  # frame.md §9.1
+        self._optional("boundary", box.boundary, explicit, default_flags, "bool")
         self.n_updates += 1
 
     def _optional(self, name: str, value: npt.NDArray[Any], off_default: bool, default: npt.NDArray[Any], dtype: str) -> None:
@@ -354,7 +355,8 @@ class _BoxWriter:
             attributes["vectors"] = self.first.vectors.tolist()
             if not self.first.origin_is_default:
                 attributes["origin"] = self.first.origin.tolist()
-            if not self.first.boundary_is_default:
+            if not self.first.boundary_is_default or not self.cell_defined:
+                # an undefined cell writes its all-false boundary explicitly (frame.md §9.1)
                 attributes["boundary"] = self.first.boundary.tolist()
         write_json_atomic(self.path / "zarr.json", _group_doc(attributes), durable=durable)
         self.dirty = False
@@ -466,6 +468,7 @@ class TrajectoryWriter:
     def _reopen(self, reader: TrajectoryReader) -> None:
         n = reader.nstep
         self.nstep = n
+        last = reader.frame(n - 1) if n else None  # read before any array is trimmed
         for block in self.blocks.values():
             block.reopen(reader)
         self.box.reopen(reader)
@@ -475,8 +478,7 @@ class TrajectoryWriter:
                 self.path / "meta" / key, _layout_of(array.metadata), {"meta_dtype": spec.dtype}, length=n
             )
         self._reopen_series(reader, n)
-        if n:
-            last = reader.frame(n - 1)
+        if last is not None:
             current = {name: last[name] for name in last}
             has_time = last.time is not None
             self.state.restore(nstep=n, last_step=last.step, has_time=has_time, current=current, box=last.box)
