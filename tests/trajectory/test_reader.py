@@ -328,3 +328,20 @@ def test_trajectory_attributes_are_strict_json(root: Path) -> None:
     path.write_text(text if "NaN" in text else json.dumps(json.loads(text)).replace('"nstep": 0', '"nstep": NaN'))
     with pytest.raises(mrecd.InvalidRecord):
         open_trajectory(root)[0]
+
+
+def test_block_with_no_committed_update_is_absent_even_if_partial(root: Path) -> None:
+    """A writer killed during a block's first commit: step_index landed, offset did not."""
+    decl = {"blocks": {"atoms": DECL_X["blocks"]["atoms"], "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}}}}, "meta": {}}
+
+    def build(tr: zarr.Group) -> None:
+        g = tr.create_group("atoms", attributes={"uniform_rows": 1, "dense_updates": True})
+        plain_array(g, "x", np.arange(1.0))
+        b = tr.create_group("bonds")
+        plain_array(b, "step_index", u64(1))
+        b.create_array("offset", shape=(0,), dtype="uint64", chunks=(1,))
+        b.create_array("atomi", shape=(0,), dtype="uint64", chunks=(1,))
+
+    foreign_store(root, {"sequence_schema": decl, "nstep": 1, "step_progression": {"start": 0}}, build)
+    assert set(open_trajectory(root)[0]) == {"atoms"}
+    assert validate_trajectory(root) == []

@@ -39,8 +39,8 @@ def test_automatic_flush_every_k(root: Path) -> None:
     traj = open_trajectory(root, flush_every=3)
     for i in range(7):
         traj.append(frame(i, blocks={"atoms": atoms(2, i)}))
-        committed = attrs(root / "trajectory")["nstep"]
-        assert committed == (i + 1) // 3 * 3
+        assert traj.nstep == (i + 1) // 3 * 3  # waits for the commit in flight
+        assert attrs(root / "trajectory")["nstep"] == traj.nstep
     traj.close()
     assert attrs(root / "trajectory")["nstep"] == 7
 
@@ -114,9 +114,11 @@ def test_one_writer_at_a_time(root: Path) -> None:
 def test_readers_are_not_blocked_by_a_writer(root: Path) -> None:
     writer = open_trajectory(root, flush_every=1)
     writer.append(frame(0, blocks={"atoms": atoms(2)}))
+    assert writer.nstep == 1  # commits land on the committer thread; nstep waits for them
     reader = open_trajectory(root)
     assert len(reader) == 1
     writer.append(frame(1, blocks={"atoms": atoms(2, 1)}))
+    assert writer.nstep == 2
     assert len(reader) == 1 and reader.refresh() == 2
     assert reader[1].step == 1
     writer.close()

@@ -96,6 +96,7 @@ class Trajectory(Sequence[Frame]):
         """Frames committed on disk (what another process reading now sees)."""
         with self._mutex:
             if self._writer is not None:
+                self._writer.wait()
                 return self._writer.nstep
             return 0 if self._reader is None else self._reader.nstep
 
@@ -118,8 +119,10 @@ class Trajectory(Sequence[Frame]):
 
     def _committed_reader(self) -> TrajectoryReader:
         """The reader, after committing queued frames so that reads see them."""
-        if self._writer is not None and self._writer.pending:
-            self._writer.flush(durable=False)
+        if self._writer is not None:
+            if self._writer.pending:
+                self._writer.flush(durable=False)
+            self._writer.wait()
         if self._writer is not None and self._reader is not None and self._reader.nstep != self._writer.nstep:
             self._reader.refresh()
         if self._reader is None:

@@ -221,6 +221,30 @@ def _fill_json(dtype: str) -> Any:
 # -- writing -------------------------------------------------------------------------------------
 
 
+class ArrayCommit:
+    """The chunks one commit writes to one array, and the metadata that follows them."""
+
+    def __init__(
+        self, appender: ArrayAppender, jobs: list[tuple[int, npt.NDArray[Any]]], metadata: dict[str, Any]
+    ) -> None:
+        self.appender = appender
+        self.jobs = jobs
+        self.metadata = metadata
+        self.encoded: list[bytes | None] = [None] * len(jobs)
+
+    def encode_range(self, start: int, stop: int) -> None:
+        """Encode jobs ``[start, stop)`` (thread-safe across disjoint ranges; releases the GIL in zstd)."""
+        codec = self.appender.codec
+        for k in range(start, stop):
+            self.encoded[k] = codec.encode(self.jobs[k][1])
+
+    def write(self) -> None:
+        """Chunk bytes at the shard tails, the shard indexes, then ``zarr.json``."""
+        encoded = [(job[0], data) for job, data in zip(self.jobs, self.encoded, strict=True)]
+        assert all(data is not None for _, data in encoded), "encode before write"
+        self.appender._put(encoded, self.metadata)  # type: ignore[arg-type]
+
+
 class _ShardFile:
     """One shard file open for positional writes, with its index held in memory."""
 
@@ -325,14 +349,16 @@ class ArrayAppender:
 
     # -- flush -------------------------------------------------------------------------------
 
-    def chunk_jobs(self) -> list[tuple[int, npt.NDArray[Any]]]:
-        """The chunks the next flush writes: ``(global chunk index, full-shape chunk array)``.
+    def prepare(self) -> ArrayCommit | None:
+        """Take the pending rows as the chunks of the next commit (``None``: nothing pending).
 
-        Split from :meth:`write_encoded` so a caller can encode the jobs of many
-        arrays in parallel threads.
+        Bookkeeping advances now, on the caller's thread; the returned commit is
+        encoded and written later (possibly on another thread) by
+        :meth:`ArrayCommit.write`. Commits of one appender must be written in
+        the order they were prepared.
         """
         if not self._pending_rows:
-            return []
+            return None
         c = self.layout.chunk_rows
         parts = ([self._tail] if self._tail is not None else []) + self._pending
         rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
@@ -345,39 +371,33 @@ class ArrayAppender:
                 full[tuple(slice(0, n) for n in piece.shape)] = piece
                 piece = full
             jobs.append((first_chunk + k // c, piece))
-        return jobs
-
-    def write_encoded(self, encoded: Sequence[tuple[int, bytes]]) -> None:
-        """Write encoded chunks (from :meth:`chunk_jobs`), then the indexes, then ``zarr.json``."""
-        if not self._pending_rows:
-            return
-        per_shard = self.layout.chunks_per_shard
-        for chunk, data in encoded:
-            shard = self._shard(chunk // per_shard)
-            shard.put(chunk % per_shard, data)
-        for shard in self._shards.values():
-            if shard.dirty:
-                shard.write_index()
-                self._touched.add(shard.path)
-        c = self.layout.chunk_rows
-        parts = ([self._tail] if self._tail is not None else []) + self._pending
         total = self._flushed + self._pending_rows
         tail_rows = total % c
-        if tail_rows:
-            rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
-            self._tail = rows[len(rows) - tail_rows :].copy()
-        else:
-            self._tail = None
+        self._tail = rows[len(rows) - tail_rows :].copy() if tail_rows else None
         self._flushed = total
         self._pending = []
         self._pending_rows = 0
-        write_json_atomic(self.path / "zarr.json", self.layout.metadata(total, self.attributes))
-        self._touched.add(self.path / "zarr.json")
+        return ArrayCommit(self, jobs, self.layout.metadata(total, self.attributes))
 
     def flush(self) -> None:
-        """Encode and write everything pending (single-threaded convenience)."""
-        jobs = self.chunk_jobs()
-        self.write_encoded([(k, self.codec.encode(a)) for k, a in jobs])
+        """Encode and write everything pending on this thread."""
+        commit = self.prepare()
+        if commit is not None:
+            commit.encode_range(0, len(commit.jobs))
+            commit.write()
+
+    def _put(self, encoded: Sequence[tuple[int, bytes]], metadata: dict[str, Any]) -> None:
+        per_shard = self.layout.chunks_per_shard
+        touched = set()
+        for chunk, data in encoded:
+            shard = self._shard(chunk // per_shard)
+            shard.put(chunk % per_shard, data)
+            touched.add(shard)
+        for shard in touched:
+            shard.write_index()
+            self._touched.add(shard.path)
+        write_json_atomic(self.path / "zarr.json", metadata)
+        self._touched.add(self.path / "zarr.json")
 
     def write_metadata(self) -> None:
         """Rewrite ``zarr.json`` (after an attribute change) at the flushed length."""

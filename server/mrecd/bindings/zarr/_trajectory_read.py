@@ -139,7 +139,9 @@ class BlockReader:
             self.step_index = _IndexArray(step_index, "step_index")
             self.offset = _IndexArray(offset, "offset")
             self.n_updates = self.step_index.count_below(nstep, self.step_index.length)
-            if self.offset.length < self.n_updates + 1:
+            # With no committed update the block is absent whatever its arrays hold
+            # (a writer killed during the block's first commit leaves them partial).
+            if self.n_updates and self.offset.length < self.n_updates + 1:
                 raise InvalidRecord(
                     f"offset holds {self.offset.length} entries, the logical length is {self.n_updates + 1}",
                     path=str(path / "offset"),

@@ -20,7 +20,7 @@ import math
 import os
 import struct
 from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -51,12 +51,13 @@ from ._extents import (
     row_bytes,
 )
 from ._json import fsync_dir, read_json, write_json_atomic
-from ._shard import ArrayAppender, ArrayLayout
+from ._shard import ArrayAppender, ArrayCommit, ArrayLayout
 from ._trajectory_read import TrajectoryReader, read_group_attributes
 
 __all__ = ["TrajectoryWriter", "create_trajectory_group"]
 
 _GROUP = {"zarr_format": 3, "node_type": "group"}
+_MAX_INFLIGHT = 2  # commits queued behind the committer before an append waits
 
 
 def _group_doc(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -229,15 +230,12 @@ class _BlockWriter:
             out += [self.step_index, self.offset]
         return out
 
-    def write_group(self, durable: bool) -> None:
-        """Group metadata last within the block: markers while regular, none once indexed."""
-        if self.attributes_dirty:
-            write_json_atomic(
-                self.path / "zarr.json",
-                _group_doc(self._attributes(markers=self.regular and self.n_updates > 0)),
-                durable=durable,
-            )
-            self.attributes_dirty = False
+    def group_document(self) -> tuple[Path, dict[str, Any]] | None:
+        """The group's new metadata when it changed: markers while regular, none once indexed."""
+        if not self.attributes_dirty:
+            return None
+        self.attributes_dirty = False
+        return self.path / "zarr.json", _group_doc(self._attributes(markers=self.regular and self.n_updates > 0))
 
     def frame_bytes(self) -> int:
         return self.frame_rows * sum(row_bytes(c.dtype, tuple(c.trailing)) for c in self.spec.columns.values())
@@ -344,9 +342,10 @@ class _BoxWriter:
     def appenders(self) -> list[ArrayAppender]:
         return list(self.arrays.values())
 
-    def write_group(self, durable: bool) -> None:
+    def group_document(self) -> tuple[Path, dict[str, Any]] | None:
+        """The cell group's new metadata when it changed (attribute cell, or its migration)."""
         if not self.dirty:
-            return
+            return None
         attributes: dict[str, Any] = {}
         if not self.cell_defined:
             attributes["cell_defined"] = False
@@ -358,8 +357,8 @@ class _BoxWriter:
             if not self.first.boundary_is_default or not self.cell_defined:
                 # an undefined cell writes its all-false boundary explicitly (frame.md §9.1)
                 attributes["boundary"] = self.first.boundary.tolist()
-        write_json_atomic(self.path / "zarr.json", _group_doc(attributes), durable=durable)
         self.dirty = False
+        return self.path / "zarr.json", _group_doc(attributes)
 
 
 # -- step and time -------------------------------------------------------------------------------
@@ -460,7 +459,10 @@ class TrajectoryWriter:
         self.pending = 0  # admitted, not committed
         self._k_override = flush_every
         self.k = flush_every or 0
-        self._executor: ThreadPoolExecutor | None = None
+        self._committer: ThreadPoolExecutor | None = None
+        self._helper: ThreadPoolExecutor | None = None
+        self._inflight: list[Future[None]] = []
+        self._failure: BaseException | None = None
         self._reopen(reader)
 
     # -- reopening ---------------------------------------------------------------------------
@@ -508,21 +510,23 @@ class TrajectoryWriter:
 
     def append(self, frame: Frame) -> int:
         """Admit one frame and queue it; commits (not durably) every ``K`` frames. Returns the frame count."""
+        self._raise_failure()
         update = self.state.admit(frame, path=f"frame {self.nstep + self.pending}")
         self._queue(update)
         if self.k and self.pending >= self.k:
-            self.flush(durable=False)
+            self.flush(durable=False, wait=False)
         return self.nstep + self.pending
 
     def extend(self, frames: Iterable[Frame]) -> int:
         """Admit every frame first (all or nothing), then queue them. Returns the frame count."""
+        self._raise_failure()
         trial = self.state.copy()
         updates = [trial.admit(f, path=f"frame {self.nstep + self.pending + i}") for i, f in enumerate(frames)]
         self.state = trial
         for update in updates:
             self._queue(update)
         if self.k and self.pending >= self.k:
-            self.flush(durable=False)
+            self.flush(durable=False, wait=False)
         return self.nstep + self.pending
 
     def _queue(self, update: Update) -> None:
@@ -553,26 +557,80 @@ class TrajectoryWriter:
 
     # -- committing --------------------------------------------------------------------------
 
-    def flush(self, *, durable: bool = True) -> int:
-        """Commit every queued frame; ``durable`` adds the fsyncs. Returns the committed ``nstep``."""
-        appenders = self._appenders()
-        self._write_data(appenders)
-        for block in self.blocks.values():
-            block.write_group(durable)
-        self.box.write_group(durable)
-        if durable:
-            for appender in appenders:
-                appender.sync()
-        nstep = self.nstep + self.pending
-        attributes: dict[str, Any] = {"sequence_schema": self.declaration.to_dict(), "nstep": nstep}
+    def flush(self, *, durable: bool = True, wait: bool = True) -> int:
+        """Commit every queued frame; ``durable`` adds the fsyncs. Returns the frame count committed.
+
+        The commit is prepared here (chunks cut, bookkeeping advanced) and
+        written by the committer thread: data, array metadata, group metadata,
+        fsyncs, then ``trajectory/zarr.json``, in that order, commits in FIFO
+        order. ``wait=False`` returns once the commit is queued (automatic
+        flushes overlap encoding with the next frames); an error in a queued
+        commit is raised by the next call.
+        """
+        self._raise_failure()
+        commit = self._prepare(durable)
+        self.nstep += self.pending
+        self.pending = 0
+        if self._committer is None:
+            self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mrecd-commit")
+        self._inflight.append(self._committer.submit(self._run, commit))
+        while len(self._inflight) > (0 if wait else _MAX_INFLIGHT):
+            self._settle(self._inflight.pop(0))
+        return self.nstep
+
+    def wait(self) -> None:
+        """Block until every queued commit is on disk (raises a commit's error)."""
+        while self._inflight:
+            self._settle(self._inflight.pop(0))
+
+    def _settle(self, future: Future[None]) -> None:
+        try:
+            future.result()
+        except BaseException as exc:
+            self._failure = exc
+            raise
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise InvalidRecord(
+                f"an earlier commit failed ({self._failure!r}); the store holds the frames committed"
+                " before it: reopen the trajectory to append again"
+            ) from self._failure
+
+    def _prepare(self, durable: bool) -> _Commit:
+        arrays = [c for a in self._appenders() if (c := a.prepare()) is not None]
+        groups = [doc for block in self.blocks.values() if (doc := block.group_document()) is not None]
+        box = self.box.group_document()
+        if box is not None:
+            groups.append(box)
+        attributes: dict[str, Any] = {"sequence_schema": self.declaration.to_dict(), "nstep": self.nstep + self.pending}
         for name, series in (("step_progression", self.steps), ("time_progression", self.times)):
             progression = series.progression()
             if progression is not None:
                 attributes[name] = progression
-        write_json_atomic(self.path / "zarr.json", _group_doc(attributes), durable=durable)
-        self.nstep = nstep
-        self.pending = 0
-        return nstep
+        return _Commit(arrays, groups, (self.path / "zarr.json", _group_doc(attributes)), durable, self._appenders())
+
+    def _run(self, commit: _Commit) -> None:
+        """On the committer thread: encode (two threads for big commits), write, publish."""
+        work = [(a, k) for a in commit.arrays for k in range(len(a.jobs))]
+        if len(work) >= 8:
+            if self._helper is None:
+                self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mrecd-encode")
+            half = len(work) // 2
+            other = self._helper.submit(_encode_work, work[half:])
+            _encode_work(work[:half])
+            other.result()
+        else:
+            _encode_work(work)
+        for array in commit.arrays:
+            array.write()
+        for path, document in commit.groups:
+            write_json_atomic(path, document, durable=commit.durable)
+        if commit.durable:
+            for appender in commit.appenders:
+                appender.sync()
+        path, document = commit.trajectory
+        write_json_atomic(path, document, durable=commit.durable)
 
     def _appenders(self) -> list[ArrayAppender]:
         out: list[ArrayAppender] = []
@@ -585,39 +643,41 @@ class TrajectoryWriter:
                 out.append(series.array)
         return out
 
-    def _write_data(self, appenders: list[ArrayAppender]) -> None:
-        """Encode every pending chunk (in two threads when there is enough work), then write."""
-        jobs = [(a, a.chunk_jobs()) for a in appenders]
-        work = [(a, k, chunk) for a, chunks in jobs for k, chunk in chunks]
-        if len(work) >= 8:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1)))
-            half = (len(work) + 1) // 2
-            batches = [work[:half], work[half:]]
-            encoded = [e for part in self._executor.map(_encode_batch, batches) for e in part]
-        else:
-            encoded = _encode_batch(work)
-        per_array: dict[int, list[tuple[int, bytes]]] = {}
-        for (appender, chunk, _), data in zip(work, encoded, strict=True):
-            per_array.setdefault(id(appender), []).append((chunk, data))
-        for appender, _ in jobs:
-            appender.write_encoded(per_array.get(id(appender), []))
-
     def close(self) -> None:
         """Commit durably and release the files."""
         try:
-            if self.pending:
+            if self._failure is None:
                 self.flush(durable=True)
         finally:
+            for pool in (self._committer, self._helper):
+                if pool is not None:
+                    pool.shutdown(wait=True)
+            self._committer = self._helper = None
             for appender in self._appenders():
                 appender.close()
-            if self._executor is not None:
-                self._executor.shutdown()
-                self._executor = None
 
 
-def _encode_batch(work: list[tuple[ArrayAppender, int, npt.NDArray[Any]]]) -> list[bytes]:
-    return [appender.codec.encode(chunk) for appender, _, chunk in work]
+class _Commit:
+    """Everything one commit writes, prepared on the appending thread."""
+
+    def __init__(
+        self,
+        arrays: list[ArrayCommit],
+        groups: list[tuple[Path, dict[str, Any]]],
+        trajectory: tuple[Path, dict[str, Any]],
+        durable: bool,
+        appenders: list[ArrayAppender],
+    ) -> None:
+        self.arrays = arrays
+        self.groups = groups
+        self.trajectory = trajectory
+        self.durable = durable
+        self.appenders = appenders
+
+
+def _encode_work(work: list[tuple[ArrayCommit, int]]) -> None:
+    for array, k in work:
+        array.encode_range(k, k + 1)
 
 
 def _meta_row(tag: str, value: Any) -> npt.NDArray[Any]:
