@@ -264,14 +264,14 @@ def _zarr_read(root: Path, picks: np.ndarray) -> float:
 
 def _bytes_read(root: Path, n: int, i: int) -> list[str]:
     reads: list[int] = []
-    real = _shard._read_range
+    real = _shard._pread_counted
 
-    def counting(path: Path, offset: int, size: int) -> bytes | None:
-        data = real(path, offset, size)
-        reads.append(len(data or b""))
+    def counting(fd: int, size: int, offset: int) -> bytes:
+        data = real(fd, size, offset)
+        reads.append(len(data))
         return data
 
-    _shard._read_range = counting  # type: ignore[assignment]
+    _shard._pread_counted = counting  # type: ignore[assignment]
     try:
         reader = open_trajectory(root)
         reader[i]
@@ -280,7 +280,7 @@ def _bytes_read(root: Path, n: int, i: int) -> list[str]:
         reader[max(0, i - 1)]
         warm = sum(reads)
     finally:
-        _shard._read_range = real  # type: ignore[assignment]
+        _shard._pread_counted = real  # type: ignore[assignment]
     chunk_bytes = 0
     for c in "xyz":
         meta = json.loads((root / "trajectory" / "atoms" / c / "zarr.json").read_text())

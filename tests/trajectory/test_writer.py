@@ -277,14 +277,14 @@ def test_frame_read_touches_only_its_chunks(root: Path, monkeypatch: pytest.Monk
     traj.close()
     column_bytes = sum(p.stat().st_size for p in (root / "trajectory" / "atoms" / "x" / "c").rglob("*") if p.is_file())
     reads: list[int] = []
-    real = _shard._read_range
+    real = _shard._pread_counted
 
-    def counting(path: Path, offset: int, size: int) -> bytes | None:
-        data = real(path, offset, size)
-        reads.append(len(data or b""))
+    def counting(fd: int, size: int, offset: int) -> bytes:
+        data = real(fd, size, offset)
+        reads.append(len(data))
         return data
 
-    monkeypatch.setattr(_shard, "_read_range", counting)
+    monkeypatch.setattr(_shard, "_pread_counted", counting)
     reader = open_trajectory(root)
     reader.read(37, columns=["x"])
     chunk = n_atoms * 8

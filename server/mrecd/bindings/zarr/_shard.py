@@ -486,9 +486,11 @@ class ArrayReader:
     (a new ``nstep``). Pipelines outside :class:`ChunkCodec` go to zarr-python.
     """
 
-    def __init__(self, path: Path, metadata: dict[str, Any]) -> None:
+    def __init__(self, path: Path, metadata: dict[str, Any], *, cache_chunks: int = _CHUNK_CACHE) -> None:
         self.path = path
         self.metadata = metadata
+        self.cache_chunks = cache_chunks
+        self._fds: dict[int, int] = {}
         shape = metadata.get("shape")
         if not isinstance(shape, list) or not shape:
             raise InvalidRecord("array shape must be a non-empty list", path=str(path))
@@ -538,10 +540,38 @@ class ArrayReader:
         self._fast = True
 
     def forget(self) -> None:
-        """Drop cached shard indexes (the writer may have moved a tail chunk)."""
+        """Drop cached shard indexes and chunks (the writer may have moved a tail chunk)."""
         self._index_cache.clear()
         self._chunk_cache.clear()
         self._zarr = None
+        self.close()
+
+    def close(self) -> None:
+        """Close the shard files this reader keeps open."""
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            os.close(fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+    def chunk_of(self, chunk: int) -> npt.NDArray[Any]:
+        """Inner chunk ``chunk`` decoded (cached), for readers that search inside chunks."""
+        return self._chunk(chunk)
+
+    def _pread(self, shard: int, offset: int, size: int) -> bytes | None:
+        fd = self._fds.get(shard)
+        if fd is None:
+            path = self.path / chunk_key(shard, len(self.shape))
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                return None
+            self._fds[shard] = fd
+        return _pread_counted(fd, size, offset)
 
     def read(self, start: int, stop: int) -> npt.NDArray[Any]:
         """Rows ``[start, stop)``; refuses a range past the array's shape."""
@@ -566,7 +596,7 @@ class ArrayReader:
         cached = self._chunk_cache.get(chunk)
         if cached is None:
             cached = self._decode_chunk(chunk)
-            if len(self._chunk_cache) >= _CHUNK_CACHE:
+            if len(self._chunk_cache) >= self.cache_chunks:
                 self._chunk_cache.pop(next(iter(self._chunk_cache)))
             self._chunk_cache[chunk] = cached
         return cached
@@ -581,7 +611,7 @@ class ArrayReader:
         if index is None or index[inner, 0] == _EMPTY:
             return self.codec.fill()
         offset, size = int(index[inner, 0]), int(index[inner, 1])
-        data = _read_range(self.path / chunk_key(shard, len(self.shape)), offset, size)
+        data = self._pread(shard, offset, size)
         if data is None or len(data) != size:
             raise InvalidRecord("shard is shorter than its index says", path=where)
         return self.codec.decode(data, where=where)
@@ -592,10 +622,10 @@ class ArrayReader:
         path = self.path / chunk_key(shard, len(self.shape))
         nbytes = 16 * self.per_shard + 4
         if self.index_at_start:
-            raw = _read_range(path, 0, nbytes)
+            raw = self._pread(shard, 0, nbytes)
         else:
             size = path.stat().st_size if path.exists() else 0
-            raw = _read_range(path, size - nbytes, nbytes) if size >= nbytes else None
+            raw = self._pread(shard, size - nbytes, nbytes) if size >= nbytes else None
         if raw is None:
             index = None
         else:
@@ -632,12 +662,6 @@ def _read_file(path: Path) -> bytes | None:
         return None
 
 
-def _read_range(path: Path, offset: int, size: int) -> bytes | None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
-    try:
-        return os.pread(fd, size, offset)
-    finally:
-        os.close(fd)
+def _pread_counted(fd: int, size: int, offset: int) -> bytes:
+    """Every positional read of the fast path goes through here (benchmarks count bytes)."""
+    return os.pread(fd, size, offset)

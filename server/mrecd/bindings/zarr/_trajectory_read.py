@@ -72,28 +72,54 @@ def _int_attr(value: Any, name: str, path: Path, *, positive: bool = False) -> i
     return value
 
 
+_INDEX_CHUNK_CACHE: Final = 1024  # decoded chunks of one index array kept (8 KiB each at most)
+
+
 class _IndexArray:
-    """Entries of a dense u64 index array (``step_index`` / ``offset``), read chunk by chunk."""
+    """Entries of a dense u64 index array (``step_index`` / ``offset``), read chunk by chunk.
+
+    A search decodes only the chunks its bisection visits (O(log n) of them,
+    kept in a cache), never the whole array.
+    """
 
     def __init__(self, reader: ArrayReader, name: str) -> None:
         if reader.dtype != "u64" or len(reader.shape) != 1:
             raise InvalidRecord(f"{name} must be u64[n]", path=str(reader.path))
+        reader.cache_chunks = _INDEX_CHUNK_CACHE
         self.reader = reader
         self.length = reader.shape[0]
+        self._rows = reader.inner_rows if reader._fast else 0
 
     def __getitem__(self, k: int) -> int:
+        if self._rows:
+            chunk, within = divmod(k, self._rows)
+            return int(self.reader.chunk_of(chunk)[within])
         return int(self.reader.read(k, k + 1)[0])
 
     def count_below(self, value: int, limit: int) -> int:
         """Number of leading entries ``< value`` among the first ``limit`` (ascending entries)."""
-        lo, hi = 0, min(limit, self.length)
-        while lo < hi:
+        n = min(limit, self.length)
+        if not self._rows:
+            lo, hi = 0, n
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if self[mid] < value:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            return lo
+        rows = self._rows
+        lo, hi = 0, -(-n // rows)  # bisect chunks by their first entry
+        while hi - lo > 1:
             mid = (lo + hi) // 2
-            if self[mid] < value:
-                lo = mid + 1
+            if int(self.reader.chunk_of(mid)[0]) < value:
+                lo = mid
             else:
                 hi = mid
-        return lo
+        if n == 0:
+            return 0
+        chunk = self.reader.chunk_of(lo)[: min(rows, n - lo * rows)]
+        return lo * rows + int(np.searchsorted(chunk, np.uint64(value), side="left"))
 
     def all(self, n: int) -> npt.NDArray[np.uint64]:
         return self.reader.read(0, n).astype(np.uint64)
