@@ -58,9 +58,15 @@ def quantize(values: npt.ArrayLike, precision: float) -> npt.NDArray[np.float64]
     q = quantum(precision)
     x = np.asarray(values, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        rounded = np.round(x / q) * q
+        # x * (1/q) is exactly x / q: q is a power of two (and 1/q is finite
+        # within the precision bounds). rint rounds half to even.
+        rounded = np.rint(x * (1.0 / q))
+        rounded *= q
         # NaN/inf fail the comparison, so they keep x along with the huge values.
-        return np.where(np.abs(x) < 2.0**52 * q, rounded, x)
+        keep = ~(np.abs(x) < 2.0**52 * q)
+        if keep.any():
+            rounded[keep] = x[keep]
+        return rounded
 
 
 def on_grid(values: npt.ArrayLike, precision: float) -> bool:

@@ -1,0 +1,314 @@
+"""Trajectory benchmarks (issue 4): density, append rate, frame-read latency.
+
+Workload of seed 004 F1.3: 3000 atoms uniform in a 40 Å box, a 0.05 Å random
+walk per frame, x/y/z at a declared precision, plus an unchanging ``bonds``
+block presented every frame. Baselines run in the same process, same
+machine, same moment: an XTC writer (MDAnalysis), zarr-python writing the
+same frames with resize + write, and zarr-python reading a frame.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import mrecd
+from mrecd.api._trajectory import create_trajectory, open_trajectory
+from mrecd.bindings.zarr import _shard
+
+N_ATOMS = 3000
+BOX = 40.0
+STEP = 0.05
+
+
+def _root(tmp: Path, name: str) -> Path:
+    root = tmp / f"{name}.mrec"
+    root.mkdir()
+    (root / "zarr.json").write_text('{"zarr_format":3,"node_type":"group","attributes":{}}')
+    (root / "meta").mkdir()
+    (root / "meta" / "zarr.json").write_text('{"zarr_format":3,"node_type":"group","attributes":{"molrec_version":2}}')
+    return root
+
+
+def _declaration(precision: float | None) -> dict[str, Any]:
+    column: dict[str, Any] = {"dtype": "f64", "trailing": []}
+    if precision is not None:
+        column["precision"] = precision
+    return {
+        "blocks": {
+            "atoms": {"columns": {c: dict(column) for c in "xyz"}},
+            "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}, "atomj": {"dtype": "u64", "trailing": []}}},
+        },
+        "meta": {},
+    }
+
+
+def walk(n_frames: int, n_atoms: int = N_ATOMS, seed: int = 0) -> Iterator[np.ndarray]:
+    """Positions ``[3, n_atoms]`` of a random walk, one array per frame."""
+    rng = np.random.default_rng(seed)
+    pos = rng.uniform(0, BOX, (3, n_atoms))
+    for _ in range(n_frames):
+        pos = pos + rng.normal(0, STEP, pos.shape)
+        yield pos
+
+
+BONDS = {"atomi": np.arange(0, N_ATOMS - 1, 2, dtype=np.uint64), "atomj": np.arange(1, N_ATOMS, 2, dtype=np.uint64)}
+
+
+def frames(n: int, *, bonds: bool = True, seed: int = 0) -> list[mrecd.Frame]:
+    out = []
+    for i, pos in enumerate(walk(n, seed=seed)):
+        blocks: dict[str, Any] = {"atoms": {"x": pos[0], "y": pos[1], "z": pos[2]}}
+        if bonds:
+            blocks["bonds"] = BONDS
+        out.append(mrecd.Frame(blocks, step=i))
+    return out
+
+
+def _column_bytes(root: Path, columns: str = "xyz") -> tuple[int, int]:
+    """(bytes of the encoded chunks, bytes of the shard files) of the coordinate columns."""
+    chunks = files = 0
+    for c in columns:
+        for shard in (root / "trajectory" / "atoms" / c / "c").rglob("*"):
+            if not shard.is_file():
+                continue
+            files += shard.stat().st_size
+            raw = shard.read_bytes()
+            n = (len(raw) - 4) // 16 if False else 4096
+            index = np.frombuffer(raw[: 16 * n], dtype="<u8").reshape(n, 2)
+            chunks += int(index[index[:, 0] != 2**64 - 1][:, 1].sum())
+    return chunks, files
+
+
+def density(tmp: Path) -> list[list[str]]:
+    rows = []
+    n_frames = 400
+    data = frames(n_frames)
+    for p in (1e-3, 1e-2, None):
+        root = _root(tmp, f"density-{p}")
+        create_trajectory(root, _declaration(p))
+        traj = open_trajectory(root)
+        traj.extend(data)
+        traj.close()
+        chunks, files = _column_bytes(root)
+        atom_frames = N_ATOMS * n_frames
+        rows.append([f"random walk, p = {p}" if p else "random walk, no precision",
+                     f"{chunks / atom_frames:.2f}", f"{files / atom_frames:.2f}", "24.00"])
+    rows += _adk_density(tmp)
+    return rows
+
+
+def _adk_density(tmp: Path) -> list[list[str]]:
+    try:
+        import MDAnalysis as mda
+        from MDAnalysisTests.datafiles import GRO, XTC
+    except ImportError:
+        return [["adk (MDAnalysisTests)", "n/a: pip install '.[bench]'", "", ""]]
+    universe = mda.Universe(GRO, XTC)
+    n_atoms = universe.atoms.n_atoms
+    positions = [ts.positions.astype(np.float64) for ts in universe.trajectory]
+    xtc_size = os.path.getsize(XTC)
+    atom_frames = n_atoms * len(positions)
+    rows = []
+    for p in (1e-2, 1e-3):
+        root = _root(tmp, f"adk-{p}")
+        create_trajectory(root, {"blocks": {"atoms": {"columns": {c: {"dtype": "f64", "trailing": [], "precision": p} for c in "xyz"}}}, "meta": {}})
+        traj = open_trajectory(root)
+        traj.extend(mrecd.Frame({"atoms": dict(zip("xyz", pos.T, strict=True))}, step=i) for i, pos in enumerate(positions))
+        traj.close()
+        chunks, files = _column_bytes(root)
+        rows.append([f"adk protein ({n_atoms} atoms, {len(positions)} frames), p = {p} Å",
+                     f"{chunks / atom_frames:.2f}", f"{files / atom_frames:.2f}",
+                     f"XTC file: {xtc_size / atom_frames:.2f} (0.01 Å grid)"])
+    return rows
+
+
+def _timed(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def append_rate(tmp: Path) -> tuple[list[list[str]], list[list[str]]]:
+    n = 10_000
+    data = frames(n)
+    root = _root(tmp, "append")
+    create_trajectory(root, _declaration(1e-3))
+    traj = open_trajectory(root)
+    stamps = np.empty(n + 1)
+    stamps[0] = time.perf_counter()
+    for i, f in enumerate(data):
+        traj.append(f)
+        stamps[i + 1] = time.perf_counter()
+    close = _timed(traj.close)
+    total = stamps[-1] - stamps[0] + close
+    assert traj._writer is None
+    k = 59  # the default K of this frame size (chunking.md §6); windows are whole multiples of it
+    window = 8 * k
+    early = (stamps[100 + window] - stamps[100]) / window
+    late = (stamps[n] - stamps[n - window]) / window
+    rows = [
+        ["mrecd, one frame at a time (default flush, durable close)", f"{n / total:,.0f}", "1.00"],
+    ]
+    baselines = [_xtc_rate(tmp, data[:2000]), _zarr_rate(tmp, data[:200])]
+    for name, rate in baselines:
+        if rate is not None:
+            rows.append([name, f"{rate:,.0f}", f"{(n / total) / rate:.2f}"])
+    flat = [
+        ["per append around nstep 100", f"{early * 1e6:.0f} µs"],
+        ["per append around nstep 10,000", f"{late * 1e6:.0f} µs"],
+        ["ratio (10,000 / 100)", f"{late / early:.2f}"],
+    ]
+    return rows, flat
+
+
+def _xtc_rate(tmp: Path, data: list[mrecd.Frame]) -> tuple[str, float | None]:
+    try:
+        import MDAnalysis as mda
+        from MDAnalysis.coordinates.XTC import XTCWriter
+    except ImportError:
+        return ("XTC writer (MDAnalysis): not installed", None)
+    universe = mda.Universe.empty(N_ATOMS, trajectory=True)
+    path = tmp / "walk.xtc"
+    arrays = [np.stack([f["atoms"][c].values for c in "xyz"], axis=1).astype(np.float32) for f in data]
+
+    def write() -> None:
+        with XTCWriter(str(path), N_ATOMS) as writer:
+            for pos in arrays:
+                universe.atoms.positions = pos
+                writer.write(universe.atoms)
+
+    return ("XTC writer (MDAnalysis, float32 input)", len(arrays) / _timed(write))
+
+
+def _zarr_rate(tmp: Path, data: list[mrecd.Frame]) -> tuple[str, float | None]:
+    import zarr
+    from zarr.codecs import Crc32cCodec, ZstdCodec
+
+    shuffle = zarr.registry.get_codec_class("numcodecs.shuffle")(elementsize=8)
+    group = zarr.open_group(str(tmp / "plain.zarr"), mode="w")
+    arrays = {
+        c: group.create_array(c, shape=(0,), dtype="f8", chunks=(N_ATOMS,), shards=(N_ATOMS * 1024,),
+                              compressors=[shuffle, ZstdCodec(level=3), Crc32cCodec()])
+        for c in "xyz"
+    }
+
+    def write() -> None:
+        for i, f in enumerate(data):
+            for c, array in arrays.items():
+                array.resize(((i + 1) * N_ATOMS,))
+                array[i * N_ATOMS :] = mrecd.quantize(f["atoms"][c].values, 1e-3)
+
+    return ("zarr-python alone (resize + write per frame)", len(data) / _timed(write))
+
+
+def read_latency(tmp: Path) -> tuple[list[list[str]], list[list[str]]]:
+    rows = []
+    bytes_rows = []
+    for n in (1_000, 100_000):
+        root = _root(tmp, f"read-{n}")
+        declaration = _declaration(1e-3)
+        declaration["blocks"]["sites"] = {"columns": {"atomi": {"dtype": "u64", "trailing": []}}}
+        create_trajectory(root, declaration)
+        traj = open_trajectory(root)
+        batch: list[mrecd.Frame] = []
+        for i, pos in enumerate(walk(n, seed=1)):
+            blocks: dict[str, Any] = {"atoms": {"x": pos[0], "y": pos[1], "z": pos[2]}}
+            if i % 10 == 0:  # an indexed block: a binary search over its step_index
+                blocks["sites"] = {"atomi": np.arange(1 + i % 7, dtype=np.uint64)}
+            batch.append(mrecd.Frame(blocks, step=i))
+            if len(batch) == 2000:
+                traj.extend(batch)
+                batch = []
+        traj.extend(batch)
+        traj.close()
+        reader = open_trajectory(root)
+        rng = np.random.default_rng(3)
+        picks = rng.integers(0, n, 400)
+        for i in picks[:20]:
+            reader[int(i)]  # warm the shard indexes
+        latencies = []
+        for i in picks:
+            start = time.perf_counter()
+            reader[int(i)]
+            latencies.append(time.perf_counter() - start)
+        rows.append([f"mrecd traj[i], nstep {n:,}", f"{statistics.median(latencies) * 1e3:.3f} ms"])
+        if n == 1_000:
+            rows.append(["zarr-python, x/y/z rows of frame i (same store)", f"{_zarr_read(root, picks) * 1e3:.3f} ms"])
+        bytes_rows.append(_bytes_read(root, n, int(picks[-1])))
+    ratio = float(rows[2][1].split()[0]) / float(rows[0][1].split()[0])
+    rows.append(["ratio (100,000 / 1,000)", f"{ratio:.2f}"])
+    return rows, bytes_rows
+
+
+def _zarr_read(root: Path, picks: np.ndarray) -> float:
+    import zarr
+
+    arrays = [zarr.open_array(str(root / "trajectory" / "atoms" / c), mode="r") for c in "xyz"]
+    times = []
+    for i in picks[:100]:
+        start = time.perf_counter()
+        for a in arrays:
+            a[int(i) * N_ATOMS : (int(i) + 1) * N_ATOMS]
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def _bytes_read(root: Path, n: int, i: int) -> list[str]:
+    reads: list[int] = []
+    real = _shard._pread_counted
+
+    def counting(fd: int, size: int, offset: int) -> bytes:
+        data = real(fd, size, offset)
+        reads.append(len(data))
+        return data
+
+    _shard._pread_counted = counting  # type: ignore[assignment]
+    try:
+        reader = open_trajectory(root)
+        reader[i]
+        cold = sum(reads)
+        reads.clear()
+        reader[max(0, i - 1)]
+        warm = sum(reads)
+    finally:
+        _shard._pread_counted = real  # type: ignore[assignment]
+    chunk_bytes = 0
+    for c in "xyz":
+        meta = json.loads((root / "trajectory" / "atoms" / c / "zarr.json").read_text())
+        arr = _shard.ArrayReader(root / "trajectory" / "atoms" / c, meta)
+        index = arr._shard_index(i * N_ATOMS // arr.outer_rows)
+        assert index is not None
+        chunk_bytes += int(index[(i * N_ATOMS // arr.inner_rows) % arr.per_shard, 1])
+    return [f"nstep {n:,}, frame {i}", f"{chunk_bytes:,}", f"{warm:,}", f"{cold:,}"]
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    with tempfile.TemporaryDirectory(prefix="mrecd-bench-") as name:
+        tmp = Path(name)
+        print("### Density: bytes per atom per frame, x/y/z columns\n")
+        print(_table(["case", "encoded chunks", "shard files (with index)", "raw / XTC"], density(tmp)))
+        rates, flat = append_rate(tmp)
+        print("\n### Append: 3000-atom frames, one at a time (frames/s)\n")
+        print(_table(["writer", "frames/s", "mrecd / writer"], rates))
+        print()
+        print(_table(["flat as the run grows", ""], flat))
+        latency, bytes_rows = read_latency(tmp)
+        print("\n### Read: median latency of frame i (random i)\n")
+        print(_table(["read", "median"], latency))
+        print("\n### Bytes read for one frame (x, y, z, bonds, an indexed block)\n")
+        print(_table(["store", "bytes of x/y/z chunks", "bytes read (warm)", "bytes read (cold: + shard indexes)"], bytes_rows))

@@ -1,0 +1,340 @@
+"""``Trajectory``: the local API of a record's trajectory section (read and append).
+
+One writer at a time per trajectory: the first write takes an exclusive
+``flock`` on the ``trajectory/`` directory (a second writer, in this process
+or another, gets :class:`~mrecd.errors.WriterBusy`). Any number of readers.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from ..bindings.zarr._trajectory_read import TrajectoryReader
+from ..bindings.zarr._trajectory_write import TrajectoryWriter, create_trajectory_group
+from ..errors import InvalidRecord, ReadOnlyError, WriterBusy
+from ..model import Block, Declaration, Frame
+
+__all__ = ["FrameSlice", "Trajectory", "create_trajectory", "open_trajectory", "validate_trajectory"]
+
+
+def _root_of(record: Any) -> Path:
+    return Path(record.path if hasattr(record, "path") else record)
+
+
+def _sections_of(record: Any) -> tuple[dict[str, Block] | None, dict[str, Mapping[str, Block]]]:
+    system = getattr(record, "system", None)
+    frame = getattr(record, "frame", None)
+    sections: dict[str, Mapping[str, Block]] = {}
+    if system is not None:
+        sections["system"] = system.blocks
+    if frame is not None:
+        sections["frame"] = frame.blocks
+    return (None if system is None else system.blocks), sections
+
+
+class Trajectory(Sequence[Frame]):
+    """A record's trajectory: ``len``, ``traj[i]``, ``traj[i:j:k]``, ``read``, ``append`` ...
+
+    Use :func:`open_trajectory`; a record's ``.trajectory`` does it for you.
+
+    Reading resolves carry-forward: ``traj[i]`` holds every block present (or
+    empty) at ``i``, every declared meta key, the step, the time and the cell.
+    Writing (``append``/``extend``) queues frames and commits every ``K``
+    frames; ``flush()`` and ``close()`` commit durably. Reads see queued
+    frames (they commit first). Safe to call from several threads.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        read_only: bool,
+        system: Mapping[str, Block] | None = None,
+        sections: Mapping[str, Mapping[str, Block]] | None = None,
+        flush_every: int | None = None,
+        molrec_version: int | None = None,
+    ) -> None:
+        self._root = root
+        self._path = root / "trajectory"
+        self._read_only = read_only
+        self._system = dict(system) if system is not None else None
+        self._sections = dict(sections or {})
+        self._flush_every = flush_every
+        self._version = molrec_version
+        self._reader: TrajectoryReader | None = None
+        self._writer: TrajectoryWriter | None = None
+        self._lock_fd: int | None = None
+        self._mutex = threading.RLock()
+        if (self._path / "zarr.json").exists():
+            self._reader = TrajectoryReader(root, system=system)
+
+    # -- state ---------------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path:
+        """The ``trajectory/`` directory."""
+        return self._path
+
+    @property
+    def declaration(self) -> Declaration | None:
+        """The pinned ``sequence_schema`` (``None`` before the first frame)."""
+        with self._mutex:
+            if self._writer is not None:
+                return self._writer.declaration
+            return None if self._reader is None else self._reader.declaration
+
+    @property
+    def nstep(self) -> int:
+        """Frames committed on disk (what another process reading now sees)."""
+        with self._mutex:
+            if self._writer is not None:
+                self._writer.wait()
+                return self._writer.nstep
+            return 0 if self._reader is None else self._reader.nstep
+
+    def __len__(self) -> int:
+        with self._mutex:
+            if self._writer is not None:
+                return self._writer.nstep + self._writer.pending
+            return 0 if self._reader is None else self._reader.nstep
+
+    def refresh(self) -> int:
+        """Re-read the commit marker (follow a store another process appends to). Returns ``len``."""
+        with self._mutex:
+            if self._reader is None and (self._path / "zarr.json").exists():
+                self._reader = TrajectoryReader(self._root, system=self._system)
+            elif self._reader is not None:
+                self._reader.refresh()
+            return len(self)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _committed_reader(self) -> TrajectoryReader:
+        """The reader, after committing queued frames so that reads see them."""
+        if self._writer is not None:
+            if self._writer.pending:
+                self._writer.flush(durable=False)
+            self._writer.wait()
+        if self._writer is not None and self._reader is not None and self._reader.nstep != self._writer.nstep:
+            self._reader.refresh()
+        if self._reader is None:
+            raise IndexError("the trajectory has no frames")
+        return self._reader
+
+    def _ordinal(self, i: int) -> int:
+        n = len(self)
+        if isinstance(i, bool) or not isinstance(i, (int, np.integer)):
+            raise TypeError(f"frame indices are integers, not {type(i).__name__}")
+        j = int(i) + n if i < 0 else int(i)
+        if not 0 <= j < n:
+            raise IndexError(f"frame {i} is outside the {n} frames")
+        return j
+
+    @overload
+    def __getitem__(self, i: int) -> Frame: ...
+    @overload
+    def __getitem__(self, i: slice) -> FrameSlice: ...
+    def __getitem__(self, i: int | slice) -> Frame | FrameSlice:
+        if isinstance(i, slice):
+            return FrameSlice(self, range(*i.indices(len(self))))
+        return self.read(i)
+
+    def read(self, i: int, *, blocks: Iterable[str] | None = None, columns: Iterable[str] | None = None) -> Frame:
+        """Frame ``i`` (negative counts from the end), projected to ``blocks``/``columns``.
+
+        Only the arrays of the selected blocks and columns are read.
+        """
+        with self._mutex:
+            j = self._ordinal(i)
+            return self._committed_reader().frame(
+                j, blocks=None if blocks is None else list(blocks), columns=None if columns is None else list(columns)
+            )
+
+    def __iter__(self) -> Iterator[Frame]:
+        for i in range(len(self)):
+            yield self.read(i)
+
+    def steps(self) -> npt.NDArray[np.int64]:
+        """Step numbers of every frame, ``i64[nstep]``."""
+        with self._mutex:
+            if not len(self):
+                return np.empty(0, dtype=np.int64)
+            return self._committed_reader().steps()
+
+    def times(self) -> npt.NDArray[np.float64] | None:
+        """Times of every frame, ``f64[nstep]``, or ``None`` in a run without times."""
+        with self._mutex:
+            if not len(self):
+                return None
+            return self._committed_reader().times()
+
+    def series(self, key: str, start: int = 0, stop: int | None = None) -> npt.NDArray[Any]:
+        """Per-step meta values of ``key`` over frames ``[start, stop)`` (vector tags: ``[n, w]``)."""
+        with self._mutex:
+            if self._reader is None:
+                raise InvalidRecord(f"meta key {key!r} is not declared (no trajectory yet)")
+            return self._committed_reader().series(key, start, stop)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def _writer_for(self, first: Frame | None) -> TrajectoryWriter:
+        if self._writer is not None:
+            return self._writer
+        if self._read_only:
+            raise ReadOnlyError("the record is open read-only", path=str(self._path))
+        if self._version == 1:
+            raise ReadOnlyError("a version-1 trajectory is read, never appended to (record.md §4.1)", path=str(self._path))
+        if self._reader is None:
+            if first is None:
+                raise InvalidRecord("no trajectory yet: append a frame or create it with a declaration")
+            create_trajectory_group(self._root, Declaration.from_frames([first]))
+            self._reader = TrajectoryReader(self._root, system=self._system)
+        self._lock()
+        try:
+            self._writer = TrajectoryWriter(
+                self._root, system=self._system, sections=self._sections, flush_every=self._flush_every
+            )
+        except BaseException:
+            self._unlock()
+            raise
+        self._reader.refresh()
+        return self._writer
+
+    def append(self, frame: Frame) -> int:
+        """Append one frame (with its ``step``; ``time`` when the run has times). Returns ``len``.
+
+        The first frame of a record without a trajectory creates it, declaring
+        what that frame presents. Refused frames change nothing.
+        """
+        with self._mutex:
+            return self._writer_for(frame).append(frame)
+
+    def extend(self, frames: Iterable[Frame]) -> int:
+        """Append many frames, all or nothing. Returns ``len``."""
+        frames = list(frames)
+        if not frames:
+            return len(self)
+        with self._mutex:
+            return self._writer_for(frames[0]).extend(frames)
+
+    def flush(self) -> int:
+        """Commit queued frames durably (fsync); returns the committed ``nstep``."""
+        with self._mutex:
+            if self._writer is None:
+                return self.nstep
+            nstep = self._writer.flush(durable=True)
+            if self._reader is not None:
+                self._reader.refresh()
+            return nstep
+
+    def close(self) -> None:
+        """Commit durably, release the files and the writer lock."""
+        with self._mutex:
+            if self._writer is not None:
+                try:
+                    self._writer.close()
+                finally:
+                    self._writer = None
+                    self._unlock()
+                    if self._reader is not None:
+                        self._reader.refresh()
+
+    def __enter__(self) -> Trajectory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Trajectory({str(self._root)!r}, frames={len(self)})"
+
+    # -- the one-writer lock -------------------------------------------------------------------
+
+    def _lock(self) -> None:
+        fd = os.open(self._path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise WriterBusy("another writer holds this trajectory", path=str(self._path)) from None
+        self._lock_fd = fd
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing the descriptor releases the flock
+            self._lock_fd = None
+
+
+class FrameSlice(Sequence[Frame]):
+    """A lazy view of frames ``traj[i:j:k]``: frames are read when indexed or iterated."""
+
+    def __init__(self, trajectory: Trajectory, ordinals: range) -> None:
+        self._trajectory = trajectory
+        self._ordinals = ordinals
+
+    def __len__(self) -> int:
+        return len(self._ordinals)
+
+    @overload
+    def __getitem__(self, i: int) -> Frame: ...
+    @overload
+    def __getitem__(self, i: slice) -> FrameSlice: ...
+    def __getitem__(self, i: int | slice) -> Frame | FrameSlice:
+        if isinstance(i, slice):
+            return FrameSlice(self._trajectory, self._ordinals[i])
+        return self._trajectory.read(self._ordinals[i])
+
+    def __iter__(self) -> Iterator[Frame]:
+        for j in self._ordinals:
+            yield self._trajectory.read(j)
+
+    def __repr__(self) -> str:
+        return f"FrameSlice({self._ordinals})"
+
+
+def open_trajectory(record: Any, *, flush_every: int | None = None) -> Trajectory:
+    """The trajectory of ``record`` (a ``StoredRecord``, or a record root path opened writable).
+
+    The record provides ``path``, ``read_only``, ``system``, ``frame`` and
+    ``molrec_version``; a plain path is taken as a writable root without system.
+    """
+    system, sections = _sections_of(record)
+    return Trajectory(
+        _root_of(record),
+        read_only=bool(getattr(record, "read_only", False)),
+        system=system,
+        sections=sections,
+        flush_every=flush_every,
+        molrec_version=getattr(record, "molrec_version", None),
+    )
+
+
+def create_trajectory(record: Any, declaration: Declaration | Mapping[str, Any]) -> Trajectory:
+    """Create ``record``'s trajectory with a pinned ``declaration`` and return it (no frames yet)."""
+    declaration = Declaration.from_dict(declaration)
+    if getattr(record, "read_only", False):
+        raise ReadOnlyError("the record is open read-only")
+    system, _ = _sections_of(record)
+    from ..model import check_system_alignment
+
+    check_system_alignment(declaration, system)
+    create_trajectory_group(_root_of(record), declaration)
+    return open_trajectory(record)
+
+
+def validate_trajectory(record: Any) -> list[tuple[str, str]]:
+    """Every rule the trajectory breaks, as ``[(array path, message)]`` (empty when clean)."""
+    system, _ = _sections_of(record)
+    try:
+        reader = TrajectoryReader(_root_of(record), system=system)
+    except InvalidRecord as exc:
+        return [(exc.path or str(_root_of(record) / "trajectory"), exc.message)]
+    return reader.validate()

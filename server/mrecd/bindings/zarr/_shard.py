@@ -1,0 +1,667 @@
+"""Sharded Zarr V3 arrays that grow along axis 0 by positional writes, and fast row reads.
+
+zarr-python writes a shard by reading and rewriting all of it, so appending
+one frame costs O(shard) (``notes/measured.md``). :class:`ArrayAppender`
+instead encodes only the new inner chunks with the array's own codec
+pipeline, writes them at the shard file's tail, and rewrites the shard index
+(kept in memory) at the start of the file (``index_location: "start"``,
+chunking.md §4.1). The bytes are plain Zarr V3: zarr-python and zarrs read
+them unchanged.
+
+:class:`ArrayReader` reads rows ``[start, stop)`` by touching only the shard
+index and the inner chunks holding them. It decodes the pipelines mrecd
+writes itself (``bytes``/``vlen-utf8``, ``numcodecs.shuffle``, ``zstd``,
+``gzip``, ``crc32c``, sharded or not) and hands any other array to
+zarr-python.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import google_crc32c
+import numpy as np
+import numpy.typing as npt
+from numcodecs import VLenUTF8, Zstd
+
+from ...errors import InvalidRecord
+from ...model import DTYPE_OF_ZARR, STRING_DTYPE, ZARR_DATA_TYPE, numpy_dtype
+from ._codecs import SHARD_INDEX_CODECS
+from ._json import fsync_dir, read_json, write_json_atomic
+
+__all__ = ["ArrayAppender", "ArrayLayout", "ArrayReader", "ChunkCodec", "chunk_key"]
+
+_EMPTY: Final = np.uint64(2**64 - 1)
+_CHUNK_CACHE: Final = 4  # decoded chunks kept per array reader
+_VLEN = VLenUTF8()
+
+
+def chunk_key(index: int, ndim: int) -> str:
+    """The key of chunk (or shard) ``index`` along axis 0, trailing axes whole: ``c/3/0/0``."""
+    return "c/" + "/".join([str(index), *["0"] * (ndim - 1)])
+
+
+def _crc(data: Any) -> bytes:
+    return int(google_crc32c.value(bytes(data))).to_bytes(4, "little")
+
+
+# -- the inner codec pipeline ------------------------------------------------------------------
+
+
+class UnsupportedPipeline(Exception):
+    """The array's codecs are not ones the fast path decodes; use zarr-python."""
+
+
+@dataclass
+class ChunkCodec:
+    """Encode/decode one inner chunk of fixed ``shape`` with a Zarr V3 codec list.
+
+    Supports exactly the codecs mrecd writes: ``bytes`` (either endianness),
+    ``vlen-utf8``, ``numcodecs.shuffle``, ``zstd``, ``gzip``, ``crc32c``.
+    """
+
+    dtype: str
+    shape: tuple[int, ...]
+    codecs: list[dict[str, Any]]
+    _steps: list[tuple[str, Any]] = field(init=False, repr=False)
+    _endian: str = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.codecs:
+            raise UnsupportedPipeline("no codecs")
+        first = self.codecs[0]
+        name = first.get("name")
+        config = first.get("configuration") or {}
+        if name == "bytes" and self.dtype != "string":
+            self._endian = "<" if config.get("endian", "little") == "little" else ">"
+        elif name == "vlen-utf8" and self.dtype == "string":
+            self._endian = "<"
+        else:
+            raise UnsupportedPipeline(f"array->bytes codec {name!r}")
+        self._steps = []
+        for codec in self.codecs[1:]:
+            cname = codec.get("name")
+            conf = codec.get("configuration") or {}
+            if cname == "numcodecs.shuffle":
+                self._steps.append(("shuffle", int(conf.get("elementsize", 8))))
+            elif cname == "zstd":
+                self._steps.append(("zstd", Zstd(level=int(conf.get("level", 0)), checksum=bool(conf.get("checksum", False)))))
+            elif cname == "gzip":
+                self._steps.append(("gzip", int(conf.get("level", 5))))
+            elif cname == "crc32c":
+                self._steps.append(("crc32c", None))
+            else:
+                raise UnsupportedPipeline(f"bytes->bytes codec {cname!r}")
+
+    def fill(self) -> npt.NDArray[Any]:
+        """A chunk of the fill value (zeros, ``False``, empty strings)."""
+        if self.dtype == "string":
+            return np.full(self.shape, "", dtype=STRING_DTYPE)
+        return np.zeros(self.shape, dtype=numpy_dtype(self.dtype))
+
+    def encode(self, chunk: npt.NDArray[Any]) -> bytes:
+        """Bytes of one full-shape chunk."""
+        if self.dtype == "string":
+            data: Any = _VLEN.encode(np.asarray(chunk, dtype=object).ravel())
+        else:
+            data = np.ascontiguousarray(chunk, dtype=numpy_dtype(self.dtype)).view(np.uint8).ravel()
+        for kind, arg in self._steps:
+            if kind == "shuffle":
+                raw = np.frombuffer(data, dtype=np.uint8)
+                whole = len(raw) - len(raw) % arg
+                data = raw[:whole].reshape(-1, arg).T.tobytes() + raw[whole:].tobytes()
+            elif kind == "zstd":
+                data = arg.encode(data)
+            elif kind == "gzip":
+                data = gzip.compress(bytes(data), compresslevel=arg, mtime=0)
+            else:
+                data = bytes(data) + _crc(data)
+        return bytes(data)
+
+    def decode(self, data: bytes | memoryview, *, where: str = "") -> npt.NDArray[Any]:
+        """The full-shape chunk encoded in ``data``; refuses a checksum mismatch."""
+        buf: Any = data
+        for kind, arg in reversed(self._steps):
+            if kind == "crc32c":
+                raw = bytes(buf)
+                if len(raw) < 4 or _crc(raw[:-4]) != raw[-4:]:
+                    raise InvalidRecord("chunk checksum (crc32c) does not match", path=where)
+                buf = raw[:-4]
+            elif kind == "zstd":
+                buf = arg.decode(buf)
+            elif kind == "gzip":
+                buf = zlib.decompress(bytes(buf), wbits=47)
+            else:
+                raw = np.frombuffer(buf, dtype=np.uint8)
+                whole = len(raw) - len(raw) % arg
+                buf = raw[:whole].reshape(arg, -1).T.tobytes() + raw[whole:].tobytes()
+        if self.dtype == "string":
+            items = _VLEN.decode(bytes(buf))
+            return np.asarray(items, dtype=STRING_DTYPE).reshape(self.shape)
+        np_dtype = numpy_dtype(self.dtype).newbyteorder(self._endian)
+        expected = int(np.prod(self.shape)) * np_dtype.itemsize
+        if len(buf) != expected:
+            raise InvalidRecord(f"chunk holds {len(buf)} bytes, expected {expected}", path=where)
+        array = np.frombuffer(buf, dtype=np_dtype).reshape(self.shape)
+        return array if self._endian == "<" else array.astype(numpy_dtype(self.dtype))
+
+
+# -- layout of an array we write ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ArrayLayout:
+    """How a growable trajectory array is cut: ``chunk_rows`` per inner chunk, ``shard_rows`` per shard."""
+
+    dtype: str
+    trailing: tuple[int, ...]
+    chunk_rows: int
+    shard_rows: int
+    codecs: tuple[dict[str, Any], ...]
+
+    @property
+    def chunks_per_shard(self) -> int:
+        """Inner chunks in one shard."""
+        return self.shard_rows // self.chunk_rows
+
+    @property
+    def index_bytes(self) -> int:
+        """Size of a shard index including its crc32c."""
+        return 16 * self.chunks_per_shard + 4
+
+    def chunk_shape(self) -> tuple[int, ...]:
+        """Inner chunk shape: ``[chunk_rows, *trailing]`` (a 0-length axis counts as 1)."""
+        return (self.chunk_rows, *(max(1, t) for t in self.trailing))
+
+    def metadata(self, length: int, attributes: dict[str, Any]) -> dict[str, Any]:
+        """The array's ``zarr.json`` at ``length`` rows."""
+        trailing = [max(1, t) for t in self.trailing]
+        return {
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": [length, *self.trailing],
+            "data_type": ZARR_DATA_TYPE[self.dtype],
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [self.shard_rows, *trailing]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": _fill_json(self.dtype),
+            "codecs": [
+                {
+                    "name": "sharding_indexed",
+                    "configuration": {
+                        "chunk_shape": [self.chunk_rows, *trailing],
+                        "codecs": list(self.codecs),
+                        "index_codecs": SHARD_INDEX_CODECS,
+                        "index_location": "start",
+                    },
+                }
+            ],
+            "attributes": attributes,
+            "storage_transformers": [],
+        }
+
+
+def _fill_json(dtype: str) -> Any:
+    if dtype == "string":
+        return ""
+    if dtype == "bool":
+        return False
+    if dtype in ("c64", "c128"):
+        return [0.0, 0.0]
+    if dtype == "f64":
+        return 0.0
+    return 0
+
+
+# -- writing -------------------------------------------------------------------------------------
+
+
+class ArrayCommit:
+    """The chunks one commit writes to one array, and the metadata that follows them."""
+
+    def __init__(
+        self, appender: ArrayAppender, jobs: list[tuple[int, npt.NDArray[Any]]], metadata: dict[str, Any]
+    ) -> None:
+        self.appender = appender
+        self.jobs = jobs
+        self.metadata = metadata
+        self.encoded: list[bytes | None] = [None] * len(jobs)
+
+    def encode_range(self, start: int, stop: int) -> None:
+        """Encode jobs ``[start, stop)`` (thread-safe across disjoint ranges; releases the GIL in zstd)."""
+        codec = self.appender.codec
+        for k in range(start, stop):
+            self.encoded[k] = codec.encode(self.jobs[k][1])
+
+    def write(self) -> None:
+        """Chunk bytes at the shard tails, the shard indexes, then ``zarr.json``."""
+        encoded = [(job[0], data) for job, data in zip(self.jobs, self.encoded, strict=True)]
+        assert all(data is not None for _, data in encoded), "encode before write"
+        self.appender._put(encoded, self.metadata)  # type: ignore[arg-type]
+
+
+class _ShardFile:
+    """One shard file open for positional writes, with its index held in memory."""
+
+    def __init__(self, path: Path, layout: ArrayLayout) -> None:
+        self.path = path
+        self.layout = layout
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        size = os.fstat(self.fd).st_size
+        n = layout.chunks_per_shard
+        if size >= layout.index_bytes:
+            raw = os.pread(self.fd, layout.index_bytes, 0)
+            if _crc(raw[:-4]) != raw[-4:]:
+                raise InvalidRecord("shard index checksum does not match", path=str(path))
+            self.index = np.frombuffer(raw[:-4], dtype="<u8").reshape(n, 2).copy()
+            self.end = size
+        else:
+            self.index = np.full((n, 2), _EMPTY, dtype="<u8")
+            self.end = layout.index_bytes
+        self.dirty = False
+
+    def put(self, chunk: int, data: bytes) -> None:
+        os.pwrite(self.fd, data, self.end)
+        self.index[chunk] = (self.end, len(data))
+        self.end += len(data)
+        self.dirty = True
+
+    def drop_from(self, chunk: int) -> None:
+        """Forget chunks ``>= chunk`` and cut the file after the last kept chunk."""
+        self.index[chunk:] = _EMPTY
+        kept = self.index[:chunk]
+        live = kept[kept[:, 0] != _EMPTY]
+        self.end = int((live[:, 0] + live[:, 1]).max()) if len(live) else self.layout.index_bytes
+        os.ftruncate(self.fd, self.end)
+        self.dirty = True
+
+    def write_index(self) -> None:
+        raw = self.index.astype("<u8").tobytes()
+        os.pwrite(self.fd, raw + _crc(raw), 0)
+        self.dirty = False
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class ArrayAppender:
+    """Append rows to a sharded Zarr array on a local directory, positionally.
+
+    Rows accumulate in memory until :meth:`flush`, which encodes the complete
+    inner chunks plus the partial tail chunk, writes them at the tails of their
+    shard files, rewrites the touched shard indexes, then replaces the array's
+    ``zarr.json`` with the new shape (data first, metadata after). The partial
+    tail chunk is kept in memory and re-encoded at the next flush (its old
+    bytes become bounded dead bytes, chunking.md §3).
+
+    Parameters
+    ----------
+    path
+        The array's directory (holding ``zarr.json`` and ``c/``).
+    layout
+        Extents and codecs.
+    attributes
+        The array's attributes (``meta_dtype`` …), written with its metadata.
+    length
+        Rows already committed; the reopen rule trims the array to it.
+    """
+
+    def __init__(
+        self, path: Path, layout: ArrayLayout, attributes: dict[str, Any] | None = None, *, length: int = 0
+    ) -> None:
+        self.path = path
+        self.layout = layout
+        self.attributes = dict(attributes or {})
+        self.codec = ChunkCodec(layout.dtype, layout.chunk_shape(), list(layout.codecs))
+        self._shards: dict[int, _ShardFile] = {}
+        self._flushed = 0  # rows whose bytes and metadata are on disk
+        self._tail: npt.NDArray[Any] | None = None  # rows of the partial last chunk, on disk
+        self._pending: list[npt.NDArray[Any]] = []
+        self._pending_rows = 0
+        self._touched: set[Path] = set()
+        if (path / "zarr.json").exists():
+            self._reopen(length)
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+            write_json_atomic(path / "zarr.json", layout.metadata(0, self.attributes))
+
+    @property
+    def length(self) -> int:
+        """Rows appended so far (on disk or pending)."""
+        return self._flushed + self._pending_rows
+
+    def append(self, rows: npt.NDArray[Any]) -> None:
+        """Queue rows (shape ``[n, *trailing]``); they land at the next :meth:`flush`."""
+        if rows.shape[1:] != self.layout.trailing:
+            raise InvalidRecord(
+                f"rows of shape {list(rows.shape)} do not fit trailing {list(self.layout.trailing)}",
+                path=str(self.path),
+            )
+        if len(rows):
+            self._pending.append(rows)
+            self._pending_rows += len(rows)
+
+    # -- flush -------------------------------------------------------------------------------
+
+    def prepare(self) -> ArrayCommit | None:
+        """Take the pending rows as the chunks of the next commit (``None``: nothing pending).
+
+        Bookkeeping advances now, on the caller's thread; the returned commit is
+        encoded and written later (possibly on another thread) by
+        :meth:`ArrayCommit.write`. Commits of one appender must be written in
+        the order they were prepared.
+        """
+        if not self._pending_rows:
+            return None
+        c = self.layout.chunk_rows
+        parts = ([self._tail] if self._tail is not None else []) + self._pending
+        rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        first_chunk = self._flushed // c
+        jobs = []
+        for k in range(0, len(rows), c):
+            piece = rows[k : k + c]
+            if len(piece) < c or piece.shape[1:] != self.codec.shape[1:]:
+                full = self.codec.fill()
+                full[tuple(slice(0, n) for n in piece.shape)] = piece
+                piece = full
+            jobs.append((first_chunk + k // c, piece))
+        total = self._flushed + self._pending_rows
+        tail_rows = total % c
+        self._tail = rows[len(rows) - tail_rows :].copy() if tail_rows else None
+        self._flushed = total
+        self._pending = []
+        self._pending_rows = 0
+        return ArrayCommit(self, jobs, self.layout.metadata(total, self.attributes))
+
+    def flush(self) -> None:
+        """Encode and write everything pending on this thread."""
+        commit = self.prepare()
+        if commit is not None:
+            commit.encode_range(0, len(commit.jobs))
+            commit.write()
+
+    def _put(self, encoded: Sequence[tuple[int, bytes]], metadata: dict[str, Any]) -> None:
+        per_shard = self.layout.chunks_per_shard
+        touched = set()
+        for chunk, data in encoded:
+            shard = self._shard(chunk // per_shard)
+            shard.put(chunk % per_shard, data)
+            touched.add(shard)
+        for shard in touched:
+            shard.write_index()
+            self._touched.add(shard.path)
+        write_json_atomic(self.path / "zarr.json", metadata)
+        self._touched.add(self.path / "zarr.json")
+
+    def write_metadata(self) -> None:
+        """Rewrite ``zarr.json`` (after an attribute change) at the flushed length."""
+        write_json_atomic(self.path / "zarr.json", self.layout.metadata(self._flushed, self.attributes))
+        self._touched.add(self.path / "zarr.json")
+
+    def sync(self) -> None:
+        """fsync every file written since the last sync, and their directories."""
+        dirs = set()
+        for path in self._touched:
+            if path.name != "zarr.json":
+                shard = next(s for s in self._shards.values() if s.path == path)
+                os.fsync(shard.fd)
+            dirs.add(path.parent)
+        for d in dirs:
+            fsync_dir(d)
+        self._touched.clear()
+
+    def close(self) -> None:
+        """Close the shard files (pending rows are dropped: flush first)."""
+        for shard in self._shards.values():
+            shard.close()
+        self._shards.clear()
+
+    # -- internals ---------------------------------------------------------------------------
+
+    def _shard(self, index: int) -> _ShardFile:
+        shard = self._shards.get(index)
+        if shard is None:
+            shard = _ShardFile(self.path / chunk_key(index, 1 + len(self.layout.trailing)), self.layout)
+            self._shards[index] = shard
+        return shard
+
+    def _reopen(self, length: int) -> None:
+        """Trim to ``length`` rows (the reopen rule): shape first, then shard bytes."""
+        document = read_json(self.path / "zarr.json") or {}
+        physical = int(document.get("shape", [0])[0])
+        if length > physical:
+            raise InvalidRecord(
+                f"array holds {physical} rows but the commit needs {length}", path=str(self.path)
+            )
+        c = self.layout.chunk_rows
+        per_shard = self.layout.chunks_per_shard
+        tail_rows = length % c
+        if tail_rows:  # keep the committed rows of the partial chunk in memory
+            reader = ArrayReader(self.path, document)
+            self._tail = reader.read(length - tail_rows, length).copy()
+        write_json_atomic(self.path / "zarr.json", self.layout.metadata(length, self.attributes))
+        # Chunks holding committed rows stay as they are on disk, the partial tail
+        # chunk included (its bytes stay valid for the committed rows until the
+        # next flush rewrites it); only chunks wholly past the commit go.
+        keep_chunks = -(-length // c)
+        for shard_path in sorted((self.path / "c").glob("*")) if (self.path / "c").exists() else []:
+            try:
+                index = int(shard_path.name)
+            except ValueError:
+                continue
+            first = index * per_shard
+            if first >= keep_chunks:
+                _remove_tree(shard_path)
+                continue
+            if first + per_shard > keep_chunks:
+                shard = self._shard(index)
+                shard.drop_from(keep_chunks - first)
+                shard.write_index()
+        self._flushed = length
+
+
+def _remove_tree(path: Path) -> None:
+    if path.is_dir():
+        for child in path.iterdir():
+            _remove_tree(child)
+        path.rmdir()
+    else:
+        path.unlink()
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
+class ArrayReader:
+    """Read rows ``[start, stop)`` of a Zarr V3 array on a local directory.
+
+    Touches only the shard indexes and inner chunks holding those rows. Shard
+    indexes are cached; call :meth:`forget` after the array may have changed
+    (a new ``nstep``). Pipelines outside :class:`ChunkCodec` go to zarr-python.
+    """
+
+    def __init__(self, path: Path, metadata: dict[str, Any], *, cache_chunks: int = _CHUNK_CACHE) -> None:
+        self.path = path
+        self.metadata = metadata
+        self.cache_chunks = cache_chunks
+        self._fds: dict[int, int] = {}
+        shape = metadata.get("shape")
+        if not isinstance(shape, list) or not shape:
+            raise InvalidRecord("array shape must be a non-empty list", path=str(path))
+        self.shape = tuple(int(n) for n in shape)
+        zarr_type = metadata.get("data_type")
+        if zarr_type not in DTYPE_OF_ZARR:
+            raise InvalidRecord(f"data_type {zarr_type!r} is not a column dtype", path=str(path))
+        self.dtype = DTYPE_OF_ZARR[zarr_type]
+        self._index_cache: dict[int, npt.NDArray[np.uint64] | None] = {}
+        self._chunk_cache: dict[int, npt.NDArray[Any]] = {}  # the last few decoded chunks
+        self._zarr: Any = None
+        try:
+            self._plan()
+        except UnsupportedPipeline:
+            self._fast = False
+
+    def _plan(self) -> None:
+        grid = self.metadata.get("chunk_grid", {})
+        outer = list(grid.get("configuration", {}).get("chunk_shape", []))
+        codecs = self.metadata.get("codecs", [])
+        encoding = self.metadata.get("chunk_key_encoding", {})
+        sep = (encoding.get("configuration") or {}).get("separator", "/")
+        if grid.get("name") != "regular" or encoding.get("name") != "default" or sep != "/":
+            raise UnsupportedPipeline("chunk grid or key encoding")
+        if len(outer) != len(self.shape) or any(
+            o < s for o, s in zip(outer[1:], self.shape[1:], strict=True)
+        ):
+            raise UnsupportedPipeline("trailing axes split across chunks")
+        self.outer_rows = int(outer[0])
+        if len(codecs) == 1 and codecs[0].get("name") == "sharding_indexed":
+            conf = codecs[0].get("configuration", {})
+            inner = list(conf.get("chunk_shape", []))
+            if len(inner) != len(self.shape) or inner[1:] != outer[1:]:
+                raise UnsupportedPipeline("inner chunks split trailing axes")
+            if not _standard_index(conf.get("index_codecs")):
+                raise UnsupportedPipeline("shard index codecs")
+            self.inner_rows = int(inner[0])
+            self.sharded = True
+            self.index_at_start = conf.get("index_location", "end") == "start"
+            self.per_shard = self.outer_rows // self.inner_rows
+            self.codec = ChunkCodec(self.dtype, tuple(int(n) for n in inner), list(conf.get("codecs", [])))
+        else:
+            self.inner_rows = self.outer_rows
+            self.sharded = False
+            self.per_shard = 1
+            self.codec = ChunkCodec(self.dtype, tuple(int(n) for n in outer), list(codecs))
+        self._fast = True
+
+    def forget(self) -> None:
+        """Drop cached shard indexes and chunks (the writer may have moved a tail chunk)."""
+        self._index_cache.clear()
+        self._chunk_cache.clear()
+        self._zarr = None
+        self.close()
+
+    def close(self) -> None:
+        """Close the shard files this reader keeps open."""
+        fds, self._fds = self._fds, {}
+        for fd in fds.values():
+            os.close(fd)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown
+            pass
+
+    def chunk_of(self, chunk: int) -> npt.NDArray[Any]:
+        """Inner chunk ``chunk`` decoded (cached), for readers that search inside chunks."""
+        return self._chunk(chunk)
+
+    def _pread(self, shard: int, offset: int, size: int) -> bytes | None:
+        fd = self._fds.get(shard)
+        if fd is None:
+            path = self.path / chunk_key(shard, len(self.shape))
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                return None
+            self._fds[shard] = fd
+        return _pread_counted(fd, size, offset)
+
+    def read(self, start: int, stop: int) -> npt.NDArray[Any]:
+        """Rows ``[start, stop)``; refuses a range past the array's shape."""
+        if not 0 <= start <= stop <= self.shape[0]:
+            raise InvalidRecord(
+                f"rows [{start}, {stop}) are outside the array's {self.shape[0]} rows", path=str(self.path)
+            )
+        if not self._fast:
+            return self._read_zarr(start, stop)
+        if start == stop:
+            return np.empty((0, *self.shape[1:]), dtype=numpy_dtype(self.dtype))
+        c = self.inner_rows
+        pieces = []
+        for chunk in range(start // c, (stop - 1) // c + 1):
+            lo = max(start, chunk * c) - chunk * c
+            hi = min(stop, (chunk + 1) * c) - chunk * c
+            block = self._chunk(chunk)
+            pieces.append(block[lo:hi, *(slice(0, n) for n in self.shape[1:])])
+        return pieces[0] if len(pieces) == 1 else np.concatenate(pieces)
+
+    def _chunk(self, chunk: int) -> npt.NDArray[Any]:
+        cached = self._chunk_cache.get(chunk)
+        if cached is None:
+            cached = self._decode_chunk(chunk)
+            if len(self._chunk_cache) >= self.cache_chunks:
+                self._chunk_cache.pop(next(iter(self._chunk_cache)))
+            self._chunk_cache[chunk] = cached
+        return cached
+
+    def _decode_chunk(self, chunk: int) -> npt.NDArray[Any]:
+        where = f"{self.path}[chunk {chunk}]"
+        if not self.sharded:
+            data = _read_file(self.path / chunk_key(chunk, len(self.shape)))
+            return self.codec.fill() if data is None else self.codec.decode(data, where=where)
+        shard, inner = divmod(chunk, self.per_shard)
+        index = self._shard_index(shard)
+        if index is None or index[inner, 0] == _EMPTY:
+            return self.codec.fill()
+        offset, size = int(index[inner, 0]), int(index[inner, 1])
+        data = self._pread(shard, offset, size)
+        if data is None or len(data) != size:
+            raise InvalidRecord("shard is shorter than its index says", path=where)
+        return self.codec.decode(data, where=where)
+
+    def _shard_index(self, shard: int) -> npt.NDArray[np.uint64] | None:
+        if shard in self._index_cache:
+            return self._index_cache[shard]
+        path = self.path / chunk_key(shard, len(self.shape))
+        nbytes = 16 * self.per_shard + 4
+        if self.index_at_start:
+            raw = self._pread(shard, 0, nbytes)
+        else:
+            size = path.stat().st_size if path.exists() else 0
+            raw = self._pread(shard, size - nbytes, nbytes) if size >= nbytes else None
+        if raw is None:
+            index = None
+        else:
+            if len(raw) != nbytes or _crc(raw[:-4]) != raw[-4:]:
+                raise InvalidRecord("shard index checksum does not match", path=str(path))
+            index = np.frombuffer(raw[:-4], dtype="<u8").reshape(self.per_shard, 2)
+        self._index_cache[shard] = index
+        return index
+
+    def _read_zarr(self, start: int, stop: int) -> npt.NDArray[Any]:
+        if self._zarr is None:
+            import zarr
+
+            self._zarr = zarr.open_array(store=str(self.path), mode="r")
+        out = np.asarray(self._zarr[start:stop])
+        if self.dtype == "string":
+            return out.astype(STRING_DTYPE)
+        return out.astype(numpy_dtype(self.dtype), copy=False)
+
+
+def _standard_index(codecs: Any) -> bool:
+    """Whether a shard index is ``bytes`` (little-endian) then ``crc32c``, what we decode."""
+    if not isinstance(codecs, list) or len(codecs) != 2:
+        return False
+    first, second = codecs
+    endian = (first.get("configuration") or {}).get("endian", "little")
+    return first.get("name") == "bytes" and endian == "little" and second.get("name") == "crc32c"
+
+
+def _read_file(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _pread_counted(fd: int, size: int, offset: int) -> bytes:
+    """Every positional read of the fast path goes through here (benchmarks count bytes)."""
+    return os.pread(fd, size, offset)

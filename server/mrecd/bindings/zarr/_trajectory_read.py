@@ -1,0 +1,686 @@
+"""Reading the ragged trajectory layout (trajectory.md §2-§10, seed 000).
+
+Frame ``i`` resolves per block by a binary search over that block's
+``step_index`` (O(log n_updates) chunk reads, decoded chunks cached) or by
+arithmetic for a regular block, then reads only the inner chunks holding the
+update's rows. Every array is read to its logical length, bound by ``nstep``;
+longer arrays (an uncommitted tail) are tolerated, shorter ones refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+from ...errors import InvalidRecord
+from ...model import (
+    DTYPE_OF_ZARR,
+    TAG_LAYOUT,
+    Block,
+    Box,
+    Column,
+    Declaration,
+    Frame,
+    check_tag,
+    loads_strict,
+)
+from ._json import read_json
+from ._shard import ArrayReader
+
+__all__ = ["BlockReader", "TrajectoryReader", "read_group_attributes"]
+
+RESERVED_CHILDREN: Final = frozenset({"step", "time", "meta", "box"})
+
+
+def read_group_attributes(path: Path, *, kind: str = "group") -> dict[str, Any] | None:
+    """Attributes of the Zarr node at ``path`` (``None`` when it does not exist)."""
+    document = read_json(path / "zarr.json")
+    if document is None:
+        return None
+    if document.get("node_type") != kind:
+        raise InvalidRecord(f"expected a Zarr {kind}, found {document.get('node_type')!r}", path=str(path))
+    attributes = document.get("attributes", {})
+    if not isinstance(attributes, dict):
+        raise InvalidRecord("attributes must be a JSON object", path=str(path))
+    return attributes
+
+
+def _open_array(path: Path) -> ArrayReader | None:
+    document = read_json(path / "zarr.json")
+    if document is None:
+        return None
+    if document.get("node_type") != "array":
+        raise InvalidRecord("expected a Zarr array", path=str(path))
+    zarr_type = document.get("data_type")
+    if zarr_type not in DTYPE_OF_ZARR:
+        raise InvalidRecord(
+            f"data_type {zarr_type!r} is not a column dtype (float32/float16 are refused, never widened;"
+            " fixed-length strings and raw bytes are not columns)",
+            path=str(path),
+        )
+    return ArrayReader(path, document)
+
+
+def _int_attr(value: Any, name: str, path: Path, *, positive: bool = False) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < (1 if positive else 0):
+        kind = "positive" if positive else "non-negative"
+        raise InvalidRecord(f"{name} must be a {kind} integer, not {value!r}", path=str(path))
+    return value
+
+
+_INDEX_CHUNK_CACHE: Final = 1024  # decoded chunks of one index array kept (8 KiB each at most)
+
+
+class _IndexArray:
+    """Entries of a dense u64 index array (``step_index`` / ``offset``), read chunk by chunk.
+
+    A search decodes only the chunks its bisection visits (O(log n) of them,
+    kept in a cache), never the whole array.
+    """
+
+    def __init__(self, reader: ArrayReader, name: str) -> None:
+        if reader.dtype != "u64" or len(reader.shape) != 1:
+            raise InvalidRecord(f"{name} must be u64[n]", path=str(reader.path))
+        reader.cache_chunks = _INDEX_CHUNK_CACHE
+        self.reader = reader
+        self.length = reader.shape[0]
+        self._rows = reader.inner_rows if reader._fast else 0
+
+    def __getitem__(self, k: int) -> int:
+        if self._rows:
+            chunk, within = divmod(k, self._rows)
+            return int(self.reader.chunk_of(chunk)[within])
+        return int(self.reader.read(k, k + 1)[0])
+
+    def count_below(self, value: int, limit: int) -> int:
+        """Number of leading entries ``< value`` among the first ``limit`` (ascending entries)."""
+        n = min(limit, self.length)
+        if not self._rows:
+            lo, hi = 0, n
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if self[mid] < value:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            return lo
+        rows = self._rows
+        lo, hi = 0, -(-n // rows)  # bisect chunks by their first entry
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            if int(self.reader.chunk_of(mid)[0]) < value:
+                lo = mid
+            else:
+                hi = mid
+        if n == 0:
+            return 0
+        chunk = self.reader.chunk_of(lo)[: min(rows, n - lo * rows)]
+        return lo * rows + int(np.searchsorted(chunk, np.uint64(value), side="left"))
+
+    def all(self, n: int) -> npt.NDArray[np.uint64]:
+        return self.reader.read(0, n).astype(np.uint64)
+
+
+class BlockReader:
+    """One declared block's group: markers or index, columns, masks."""
+
+    def __init__(self, path: Path, name: str, spec: Any, nstep: int) -> None:
+        self.path = path
+        self.name = name
+        self.spec = spec
+        attributes = read_group_attributes(path) or {}
+        uniform = attributes.get("uniform_rows")
+        dense = attributes.get("dense_updates")
+        self.columns: dict[str, ArrayReader] = {}
+        for column, cspec in spec.columns.items():
+            array = _open_array(path / column)
+            if array is None:
+                continue
+            if array.dtype != cspec.dtype or array.shape[1:] != tuple(cspec.trailing):
+                raise InvalidRecord(
+                    f"stored as {array.dtype}{list(array.shape[1:])}, declared"
+                    f" {cspec.dtype}{list(cspec.trailing)}",
+                    path=str(path / column),
+                )
+            self.columns[column] = array
+        self.masks: dict[str, ArrayReader] = {}
+        for column, cspec in spec.columns.items():
+            mask = _open_array(path / "_validity" / column) if cspec.nullable else None
+            if mask is not None:
+                if mask.dtype != "bool" or len(mask.shape) != 1:
+                    raise InvalidRecord("a validity mask is bool[total_rows]", path=str(mask.path))
+                self.masks[column] = mask
+        step_index = _open_array(path / "step_index")
+        offset = _open_array(path / "offset")
+        if (step_index is None) != (offset is None):
+            raise InvalidRecord("step_index and offset come as a pair", path=str(path))
+        self.indexed = step_index is not None and offset is not None
+        self.uniform_rows = 0
+        if self.indexed:  # arrays win over markers left by a crash between the two writes
+            assert step_index is not None and offset is not None
+            self.step_index = _IndexArray(step_index, "step_index")
+            self.offset = _IndexArray(offset, "offset")
+            self.n_updates = self.step_index.count_below(nstep, self.step_index.length)
+            # With no committed update the block is absent whatever its arrays hold
+            # (a writer killed during the block's first commit leaves them partial).
+            if self.n_updates and self.offset.length < self.n_updates + 1:
+                raise InvalidRecord(
+                    f"offset holds {self.offset.length} entries, the logical length is {self.n_updates + 1}",
+                    path=str(path / "offset"),
+                )
+            self.total_rows = self.offset[self.n_updates] if self.n_updates else 0
+        elif uniform is not None or dense is not None:
+            if uniform is None or dense is not True:
+                raise InvalidRecord(
+                    "uniform_rows and dense_updates: true are a pair (trajectory.md §5.4)", path=str(path)
+                )
+            self.uniform_rows = _int_attr(uniform, "uniform_rows", path, positive=True)
+            if not spec.columns:
+                raise InvalidRecord("elision markers on a block with no columns", path=str(path))
+            if len(self.columns) != len(spec.columns):
+                raise InvalidRecord("a regular block lacks a declared column array", path=str(path))
+            shortest = min(a.shape[0] for a in self.columns.values())
+            self.n_updates = min(shortest // self.uniform_rows, nstep)
+            self.total_rows = self.n_updates * self.uniform_rows
+        else:  # a declared block with no updates
+            self.n_updates = 0
+            self.total_rows = 0
+        self._check_lengths()
+
+    def _check_lengths(self) -> None:
+        if not self.n_updates:
+            return
+        for column in self.spec.columns:
+            array = self.columns.get(column)
+            if array is None:
+                raise InvalidRecord(f"declared column {column!r} has no array", path=str(self.path))
+            if array.shape[0] < self.total_rows:
+                raise InvalidRecord(
+                    f"holds {array.shape[0]} rows, shorter than the logical {self.total_rows}",
+                    path=str(array.path),
+                )
+        for column, mask in self.masks.items():
+            if mask.shape[0] < self.total_rows:
+                raise InvalidRecord(
+                    f"mask holds {mask.shape[0]} rows, shorter than the logical {self.total_rows}",
+                    path=str(mask.path),
+                )
+
+    def locate(self, i: int) -> tuple[int, int, int] | None:
+        """``(update j, first row, stop row)`` of the update frame ``i`` resolves to, or ``None`` (absent)."""
+        if not self.n_updates:
+            return None
+        if not self.indexed:
+            j = min(i, self.n_updates - 1)
+            return j, j * self.uniform_rows, (j + 1) * self.uniform_rows
+        j = self.step_index.count_below(i + 1, self.n_updates) - 1
+        if j < 0:
+            return None
+        here = self.step_index[j]
+        for k in (j - 1, j + 1):  # the neighbours of the entry found must be strictly ordered
+            if 0 <= k < self.n_updates and (self.step_index[k] < here) != (k < j):
+                raise InvalidRecord(
+                    f"step_index repeats or decreases around update {j}", path=str(self.path / "step_index")
+                )
+        start, stop = self.offset[j], self.offset[j + 1]
+        if stop < start:
+            raise InvalidRecord(
+                f"offset decreases at update {j} ({start} then {stop})", path=str(self.path / "offset")
+            )
+        if stop > self.total_rows:
+            raise InvalidRecord(f"offset {stop} is past the logical {self.total_rows} rows", path=str(self.path))
+        return j, start, stop
+
+    def rows(self, start: int, stop: int, columns: Iterable[str] | None = None) -> Block:
+        """The block holding rows ``[start, stop)`` of the selected columns (masks applied)."""
+        names = list(self.spec.columns) if columns is None else [c for c in self.spec.columns if c in columns]
+        built: dict[str, Column] = {}
+        for column in names:
+            values = self.columns[column].read(start, stop)
+            mask = self.masks.get(column)
+            validity = None if mask is None else mask.read(start, stop)
+            built[column] = Column._trusted(values, self.spec.columns[column].dtype, validity)
+        return Block._trusted(built, stop - start, self.spec.structural_shape, self.spec.targets, None)
+
+    def validate(self) -> list[tuple[str, str]]:
+        """Whole-array checks a resolving reader makes only locally: ``[(path, message)]``."""
+        problems: list[tuple[str, str]] = []
+        if self.indexed and self.n_updates:
+            steps = self.step_index.all(self.n_updates)
+            if len(steps) > 1 and not bool(np.all(np.diff(steps.astype(np.int64)) > 0)):
+                problems.append((str(self.path / "step_index"), "step_index repeats or decreases"))
+            offsets = self.offset.all(self.n_updates + 1).astype(np.int64)
+            if offsets[0] != 0:
+                problems.append((str(self.path / "offset"), "offset[0] must be 0"))
+            if len(offsets) > 1 and not bool(np.all(np.diff(offsets) >= 0)):
+                problems.append((str(self.path / "offset"), "offset is not monotonic"))
+        return problems
+
+    def counts(self) -> list[tuple[int, int]]:
+        """``[(ordinal, row count)]`` of every committed update (for alignment checks)."""
+        if not self.n_updates:
+            return []
+        if not self.indexed:
+            return [(j, self.uniform_rows) for j in range(self.n_updates)]
+        steps = self.step_index.all(self.n_updates)
+        offsets = self.offset.all(self.n_updates + 1).astype(np.int64)
+        return [(int(s), int(c)) for s, c in zip(steps, np.diff(offsets), strict=True)]
+
+
+class TrajectoryReader:
+    """The committed frames of ``<root>/trajectory``.
+
+    Parameters
+    ----------
+    root
+        The record root directory.
+    system
+        The record's ``system`` blocks, to hold same-named blocks to their row count.
+    """
+
+    def __init__(self, root: Path, *, system: Mapping[str, Block] | None = None) -> None:
+        self.root = root
+        self.path = root / "trajectory"
+        self.system = dict(system or {})
+        self.refresh()
+
+    # -- group-level state -----------------------------------------------------------------
+
+    def refresh(self) -> bool:
+        """Re-read the commit marker; returns whether ``nstep`` (or anything) changed."""
+        attributes = read_group_attributes(self.path)
+        if attributes is None:
+            raise InvalidRecord("no trajectory group", path=str(self.path))
+        previous = getattr(self, "_attributes", None)
+        if previous == attributes:
+            return False
+        self._attributes = attributes
+        if "sequence_schema" in attributes:
+            self.declaration = Declaration.from_dict(attributes["sequence_schema"])
+            self.foreign = False
+        else:
+            self.declaration = self._derive_declaration()
+            self.foreign = True
+        self._blocks: dict[str, BlockReader | None] = {}
+        self._dense: dict[str, ArrayReader | None] = {}
+        self._box: Any = None
+        self.step_progression = self._progression("step_progression", int)
+        self.time_progression = self._progression("time_progression", float)
+        if "nstep" in attributes:
+            self.nstep = _int_attr(attributes["nstep"], "nstep", self.path)
+        else:
+            if self.step_progression is not None or self.time_progression is not None:
+                raise InvalidRecord(
+                    "a progression attribute without nstep is malformed (trajectory.md §3.1)", path=str(self.path)
+                )
+            step = self._dense_array("step")
+            self.nstep = 0 if step is None else step.shape[0]
+        if self.step_progression is None:
+            step = self._dense_array("step")
+            if self.nstep and (step is None or step.shape[0] < self.nstep):
+                raise InvalidRecord(
+                    f"steps are neither a progression nor a step array of length >= nstep {self.nstep}",
+                    path=str(self.path / "step"),
+                )
+        return True
+
+    def _progression(self, name: str, kind: type) -> dict[str, Any] | None:
+        value = self._attributes.get(name)
+        if value is None:
+            return None
+        ok = isinstance(value, dict) and set(value) <= {"start", "stride"} and "start" in value
+        if ok and kind is int:
+            ok = all(isinstance(v, int) and not isinstance(v, bool) for v in value.values())
+        if ok and kind is float:
+            ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values())
+        if not ok:
+            raise InvalidRecord(f"{name} must be {{start, stride?}} numbers", path=str(self.path))
+        return {k: kind(v) for k, v in value.items()}
+
+    def _derive_declaration(self) -> Declaration:
+        """A foreign store without sequence_schema: declare what its groups hold."""
+        blocks: dict[str, Any] = {}
+        meta: dict[str, Any] = {}
+        for child in sorted(p for p in self.path.iterdir() if p.is_dir()):
+            if child.name == "meta":
+                for array in sorted(p for p in child.iterdir() if (p / "zarr.json").exists()):
+                    reader = _open_array(array)
+                    tag = reader.metadata.get("attributes", {}).get("meta_dtype") if reader else None
+                    if tag is None:
+                        raise InvalidRecord("a meta array carries meta_dtype (trajectory.md §3.3)", path=str(array))
+                    meta[array.name] = {"dtype": tag}
+                continue
+            if child.name in RESERVED_CHILDREN or read_group_attributes(child) is None:
+                continue
+            columns = {}
+            for array_path in sorted(child.iterdir()):
+                if array_path.name in ("step_index", "offset", "_validity"):
+                    continue
+                reader = _open_array(array_path)
+                if reader is not None:
+                    columns[array_path.name] = {
+                        "dtype": reader.dtype,
+                        "trailing": list(reader.shape[1:]),
+                        "nullable": (child / "_validity" / array_path.name / "zarr.json").exists(),
+                    }
+            blocks[child.name] = {"columns": columns}
+        return Declaration.from_dict({"blocks": blocks, "meta": meta}, path=str(self.path))
+
+    # -- parts -------------------------------------------------------------------------------
+
+    def block(self, name: str) -> BlockReader | None:
+        """The reader of declared block ``name`` (``None``: no group, absent everywhere)."""
+        if name not in self._blocks:
+            spec = self.declaration.blocks[name]
+            path = self.path / name
+            exists = read_group_attributes(path) is not None
+            self._blocks[name] = BlockReader(path, name, spec, self.nstep) if exists else None
+        return self._blocks[name]
+
+    def has_array(self, key: str) -> bool:
+        """Whether the dense array ``key`` (``step``, ``time``) exists."""
+        return self._dense_array(key) is not None
+
+    def _dense_array(self, key: str) -> ArrayReader | None:
+        if key not in self._dense:
+            self._dense[key] = _open_array(self.path / key)
+        return self._dense[key]
+
+    def meta_array(self, key: str) -> ArrayReader:
+        """``meta/<key>``, checked against its ``meta_dtype`` and the declaration."""
+        name = f"meta/{key}"
+        if name not in self._dense:
+            array = _open_array(self.path / "meta" / key)
+            where = str(self.path / "meta" / key)
+            if array is None:
+                raise InvalidRecord("declared meta key has no array", path=where)
+            tag = array.metadata.get("attributes", {}).get("meta_dtype")
+            if tag is None:
+                raise InvalidRecord("a meta array carries meta_dtype (trajectory.md §3.3)", path=where)
+            check_tag(tag, path=where)
+            declared = self.declaration.meta[key].dtype
+            if tag != declared:
+                raise InvalidRecord(f"meta_dtype {tag!r} differs from the declared {declared!r}", path=where)
+            element, width = TAG_LAYOUT[tag]
+            stored = "string" if element == "json" else element
+            trailing = () if width is None else (width,)
+            if array.dtype != stored or array.shape[1:] != trailing:
+                raise InvalidRecord(
+                    f"stored as {array.dtype}{list(array.shape[1:])} but meta_dtype {tag!r} prescribes"
+                    f" {stored}{list(trailing)}",
+                    path=where,
+                )
+            if array.shape[0] < self.nstep:
+                raise InvalidRecord(f"holds {array.shape[0]} steps, nstep is {self.nstep}", path=where)
+            self._dense[name] = array
+        array = self._dense[name]
+        assert array is not None
+        return array
+
+    # -- values at one ordinal ---------------------------------------------------------------
+
+    def step_at(self, i: int) -> int:
+        """Step number of frame ``i``."""
+        if self.step_progression is not None:
+            return self.step_progression["start"] + i * self.step_progression.get("stride", 0)
+        step = self._dense_array("step")
+        assert step is not None
+        return int(step.read(i, i + 1)[0])
+
+    def time_at(self, i: int) -> float | None:
+        """Time of frame ``i`` (``None`` in a run without times)."""
+        if self.time_progression is not None:
+            start = self.time_progression["start"]
+            return start + float(i) * self.time_progression.get("stride", 0.0)
+        time = self._dense_array("time")
+        if time is None:
+            return None
+        if time.shape[0] < self.nstep:
+            raise InvalidRecord(f"holds {time.shape[0]} times, nstep is {self.nstep}", path=str(time.path))
+        return float(time.read(i, i + 1)[0])
+
+    def meta_at(self, i: int) -> tuple[dict[str, Any], dict[str, str]]:
+        """Every declared per-step key's value at frame ``i``, with the tags."""
+        values: dict[str, Any] = {}
+        tags: dict[str, str] = {}
+        for key, spec in self.declaration.meta.items():
+            raw = self.meta_array(key).read(i, i + 1)[0]
+            values[key] = held_meta_value(spec.dtype, raw)
+            tags[key] = spec.dtype
+        return values, tags
+
+    def box_at(self, i: int) -> Box | None:
+        """The cell frame ``i`` resolves to (carry-forward), or ``None``."""
+        box = self._box_reader()
+        return None if box is None else box.at(i)
+
+    def _box_reader(self) -> _BoxReader | None:
+        if self._box is None:
+            attributes = read_group_attributes(self.path / "box")
+            self._box = False if attributes is None else _BoxReader(self.path / "box", attributes, self.nstep)
+        return self._box or None
+
+    # -- frames ------------------------------------------------------------------------------
+
+    def frame(
+        self, i: int, *, blocks: Iterable[str] | None = None, columns: Iterable[str] | None = None
+    ) -> Frame:
+        """Frame ``i`` resolved: present and empty blocks, every meta key, step, time, cell.
+
+        ``blocks`` and ``columns`` project: only those arrays are read.
+        """
+        if not 0 <= i < self.nstep:
+            raise IndexError(f"frame {i} is outside the {self.nstep} committed frames")
+        names = list(self.declaration.blocks) if blocks is None else list(blocks)
+        unknown = set(names) - set(self.declaration.blocks)
+        if unknown:
+            raise InvalidRecord(f"blocks {sorted(unknown)} are not declared", path=str(self.path))
+        wanted = None if columns is None else set(columns)
+        located = {}
+        for name in names:
+            reader = self.block(name)
+            where = None if reader is None else reader.locate(i)
+            if where is not None:
+                located[name] = (reader, where)
+        self._check_alignment(i, located, names)
+        resolved = {name: reader.rows(w[1], w[2], wanted) for name, (reader, w) in located.items()}
+        meta, tags = self.meta_at(i)
+        return Frame._trusted(resolved, meta, tags, self.box_at(i), self.step_at(i), self.time_at(i))
+
+    def _check_alignment(self, i: int, located: Mapping[str, Any], names: list[str]) -> None:
+        for name, (_, (_, start, stop)) in located.items():
+            system = self.system.get(name)
+            if system is not None and stop - start != system.count:
+                raise InvalidRecord(
+                    f"frame {i}: {stop - start} rows but system/{name} has {system.count} (trajectory.md §1.5)",
+                    path=str(self.path / name),
+                )
+            target = self.declaration.blocks[name].aligned_with
+            if target is None:
+                continue
+            if target in located:
+                target_rows = located[target][1][2] - located[target][1][1]
+            else:
+                reader = self.block(target)
+                where = None if reader is None else reader.locate(i)
+                if where is None:
+                    raise InvalidRecord(
+                        f"frame {i}: aligned block present while its target {target!r} is absent",
+                        path=str(self.path / name),
+                    )
+                target_rows = where[2] - where[1]
+            if target_rows != stop - start:
+                raise InvalidRecord(
+                    f"frame {i}: aligned block has {stop - start} rows, its target {target!r} has"
+                    f" {target_rows} (trajectory.md §7.2)",
+                    path=str(self.path / name),
+                )
+
+    # -- whole series ------------------------------------------------------------------------
+
+    def steps(self) -> npt.NDArray[np.int64]:
+        """All ``nstep`` step numbers."""
+        if self.step_progression is not None:
+            stride = self.step_progression.get("stride", 0)
+            return self.step_progression["start"] + np.arange(self.nstep, dtype=np.int64) * stride
+        step = self._dense_array("step")
+        return np.empty(0, np.int64) if step is None else step.read(0, self.nstep).astype(np.int64)
+
+    def times(self) -> npt.NDArray[np.float64] | None:
+        """All times, or ``None`` in a run without times (binary64 progression arithmetic)."""
+        if self.time_progression is not None:
+            start = self.time_progression["start"]
+            stride = self.time_progression.get("stride", 0.0)
+            return np.array([start + float(i) * stride for i in range(self.nstep)], dtype=np.float64)
+        time = self._dense_array("time")
+        return None if time is None else time.read(0, self.nstep).astype(np.float64)
+
+    def series(self, key: str, start: int = 0, stop: int | None = None) -> npt.NDArray[Any]:
+        """Values of per-step key ``key`` over frames ``[start, stop)`` as stored."""
+        if key not in self.declaration.meta:
+            raise InvalidRecord(f"meta key {key!r} is not declared", path=str(self.path / "meta"))
+        stop = self.nstep if stop is None else min(stop, self.nstep)
+        return self.meta_array(key).read(max(0, start), max(start, stop))
+
+    # -- validation --------------------------------------------------------------------------
+
+    def validate(self) -> list[tuple[str, str]]:
+        """Every check over the whole trajectory: ``[(path, message)]`` (empty when clean)."""
+        problems: list[tuple[str, str]] = []
+        readers: dict[str, BlockReader] = {}
+        for name in self.declaration.blocks:
+            try:
+                reader = self.block(name)
+            except InvalidRecord as exc:
+                problems.append((exc.path or str(self.path / name), exc.message))
+                continue
+            if reader is not None:
+                readers[name] = reader
+                problems.extend(reader.validate())
+        for key in self.declaration.meta:
+            try:
+                self.meta_array(key)
+            except InvalidRecord as exc:
+                problems.append((exc.path or str(self.path / "meta" / key), exc.message))
+        if not problems:
+            problems.extend(self._validate_alignment(readers))
+            problems.extend(self._validate_precision(readers))
+        return problems
+
+    def _validate_alignment(self, readers: Mapping[str, BlockReader]) -> list[tuple[str, str]]:
+        problems = []
+        for name, spec in self.declaration.blocks.items():
+            aligned = readers.get(name)
+            system = self.system.get(name)
+            if aligned is not None and system is not None:
+                for ordinal, count in aligned.counts():
+                    if count != system.count:
+                        problems.append((str(aligned.path), f"update at ordinal {ordinal} has {count} rows, system/{name} has {system.count}"))
+            if spec.aligned_with is None or aligned is None:
+                continue
+            ordinals = {o for o, _ in aligned.counts()}
+            target = readers.get(spec.aligned_with)
+            if target is not None:
+                ordinals |= {o for o, _ in target.counts()}
+            for ordinal in sorted(o for o in ordinals if o < self.nstep):
+                try:
+                    self._check_alignment(ordinal, {name: (aligned, w)} if (w := aligned.locate(ordinal)) else {}, [name])
+                except InvalidRecord as exc:
+                    problems.append((exc.path or str(aligned.path), exc.message))
+        return problems
+
+    def _validate_precision(self, readers: Mapping[str, BlockReader]) -> list[tuple[str, str]]:
+        from ...model import on_grid
+
+        problems = []
+        for name, reader in readers.items():
+            for column, cspec in reader.spec.columns.items():
+                if cspec.precision is None or column not in reader.columns or not reader.total_rows:
+                    continue
+                values = reader.columns[column].read(0, reader.total_rows)
+                mask = reader.masks.get(column)
+                if mask is not None:
+                    values = values[mask.read(0, reader.total_rows)]
+                if not on_grid(values, cspec.precision):
+                    problems.append(
+                        (str(reader.columns[column].path), f"values off the grid of the declared precision {cspec.precision}")
+                    )
+        return problems
+
+
+class _BoxReader:
+    """``trajectory/box``: a fixed attribute cell, or update arrays."""
+
+    def __init__(self, path: Path, attributes: dict[str, Any], nstep: int) -> None:
+        self.path = path
+        self.cell_defined = attributes.get("cell_defined", True)
+        if not isinstance(self.cell_defined, bool):
+            raise InvalidRecord("cell_defined must be a boolean", path=str(path))
+        self.vectors = _open_array(path / "vectors")
+        if self.vectors is None:
+            if "vectors" not in attributes:
+                self.fixed: Box | None = None
+            else:
+                self.fixed = Box(
+                    attributes["vectors"],
+                    origin=attributes.get("origin"),
+                    boundary=attributes.get("boundary"),
+                    cell_defined=self.cell_defined,
+                    path=str(path),
+                )
+            return
+        self.fixed = None
+        step_index = _open_array(path / "step_index")
+        self.step_index = None if step_index is None else _IndexArray(step_index, "step_index")
+        self.origin = _open_array(path / "origin")
+        self.boundary = _open_array(path / "boundary")
+        if self.step_index is None:
+            self.n_updates = min(1, self.vectors.shape[0])  # a trivial index [0] may be omitted
+        else:
+            self.n_updates = self.step_index.count_below(nstep, self.step_index.length)
+        for array in (self.vectors, self.origin, self.boundary):
+            if array is not None and array.shape[0] < self.n_updates:
+                raise InvalidRecord(f"holds {array.shape[0]} cell updates, need {self.n_updates}", path=str(array.path))
+
+    def at(self, i: int) -> Box | None:
+        if self.vectors is None:
+            return self.fixed
+        if self.step_index is None:
+            j = 0 if self.n_updates else -1
+        else:
+            j = self.step_index.count_below(i + 1, self.n_updates) - 1
+        if j < 0:
+            return None
+        origin = None if self.origin is None else self.origin.read(j, j + 1)[0]
+        boundary = None if self.boundary is None else self.boundary.read(j, j + 1)[0]
+        return Box(
+            self.vectors.read(j, j + 1)[0],
+            origin=origin,
+            boundary=boundary,
+            cell_defined=self.cell_defined,
+            path=str(self.path),
+        )
+
+
+def held_meta_value(tag: str, raw: Any) -> Any:
+    """A stored per-step element as the value held at ``tag``."""
+    element, width = TAG_LAYOUT[tag]
+    if element == "json":
+        return loads_strict(str(raw))
+    if width is not None:
+        return tuple(_scalar(element, v) for v in np.asarray(raw).tolist())
+    return _scalar(element, raw.item() if hasattr(raw, "item") else raw)
+
+
+def _scalar(element: str, value: Any) -> Any:
+    if element == "f64":
+        return float(value)
+    if element == "bool":
+        return bool(value)
+    if element == "string":
+        return str(value)
+    return int(value)

@@ -1,0 +1,701 @@
+"""Writing the ragged trajectory layout by the commit protocol of chunking.md §2.
+
+Frames are admitted by :class:`~mrecd.model.SequenceState` (the rules shared
+with the LMDB writer), their updates queued into positional shard appenders,
+and every ``K`` frames (or on :meth:`TrajectoryWriter.flush`) committed:
+
+1. every touched array: chunk bytes at the shard tails, shard indexes, then
+   the array's ``zarr.json`` replaced atomically;
+2. block and cell group metadata (markers set or removed, attribute cell
+   written or migrated) in the same commit as the update that caused it;
+3. durable flushes only: fsync of the data files, their ``zarr.json`` and
+   directories;
+4. ``trajectory/zarr.json`` replaced last, carrying ``nstep`` and the
+   progressions; durable: fsync it and ``trajectory/``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import struct
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from ...errors import InvalidRecord, ReadOnlyError
+from ...model import (
+    STRING_DTYPE,
+    TAG_LAYOUT,
+    Block,
+    BlockSpec,
+    Box,
+    Declaration,
+    Frame,
+    SequenceState,
+    Update,
+    dumps_strict,
+    numpy_dtype,
+)
+from ._codecs import inner_codecs
+from ._extents import (
+    DENSE_CHUNK_ROWS,
+    DENSE_CHUNKS_PER_SHARD,
+    block_rows_per_chunk,
+    chunks_per_shard,
+    flush_every,
+    row_bytes,
+)
+from ._json import fsync_dir, read_json, write_json_atomic
+from ._shard import ArrayAppender, ArrayCommit, ArrayLayout
+from ._trajectory_read import TrajectoryReader, read_group_attributes
+
+__all__ = ["TrajectoryWriter", "create_trajectory_group"]
+
+_GROUP = {"zarr_format": 3, "node_type": "group"}
+_MAX_INFLIGHT = 2  # commits queued behind the committer before an append waits
+
+
+def _group_doc(attributes: dict[str, Any]) -> dict[str, Any]:
+    return {**_GROUP, "attributes": attributes}
+
+
+def _dense_layout(dtype: str, trailing: tuple[int, ...] = ()) -> ArrayLayout:
+    return ArrayLayout(
+        dtype,
+        trailing,
+        DENSE_CHUNK_ROWS,
+        DENSE_CHUNK_ROWS * DENSE_CHUNKS_PER_SHARD,
+        tuple(inner_codecs(dtype, dense=True)),
+    )
+
+
+def create_trajectory_group(root: Path, declaration: Declaration) -> None:
+    """Create ``trajectory/`` holding the pinned declaration and ``nstep: 0``.
+
+    Block groups appear with their first update; declared per-step meta
+    arrays are created empty with their ``meta_dtype``.
+    """
+    path = root / "trajectory"
+    if (path / "zarr.json").exists():
+        raise InvalidRecord("the record already has a trajectory", path=str(path))
+    path.mkdir(parents=True, exist_ok=True)
+    if declaration.meta:
+        (path / "meta").mkdir(exist_ok=True)
+        write_json_atomic(path / "meta" / "zarr.json", _group_doc({}))
+        for key, spec in declaration.meta.items():
+            element, width = TAG_LAYOUT[spec.dtype]
+            stored = "string" if element == "json" else element
+            ArrayAppender(path / "meta" / key, _dense_layout(stored, () if width is None else (width,)), {"meta_dtype": spec.dtype})
+    write_json_atomic(path / "zarr.json", _group_doc({"sequence_schema": declaration.to_dict(), "nstep": 0}), durable=True)
+
+
+# -- blocks ------------------------------------------------------------------------------------
+
+
+class _BlockWriter:
+    """One block group: its columns, masks, and either the regular markers or the CSR index."""
+
+    def __init__(self, path: Path, name: str, spec: BlockSpec) -> None:
+        self.path = path
+        self.name = name
+        self.spec = spec
+        self.columns: dict[str, ArrayAppender] = {}
+        self.masks: dict[str, ArrayAppender] = {}
+        self.step_index: ArrayAppender | None = None
+        self.offset: ArrayAppender | None = None
+        self.created = False
+        self.regular = False
+        self.uniform_rows = 0
+        self.n_updates = 0
+        self.total_rows = 0
+        self.attributes_dirty = False
+        self.frame_rows = 0
+
+    # -- creation and reopening --------------------------------------------------------------
+
+    def _layouts(self, frame_rows: int) -> dict[str, ArrayLayout]:
+        widths = {n: row_bytes(c.dtype, tuple(c.trailing)) for n, c in self.spec.columns.items()}
+        narrowest = min(widths.values(), default=8)
+        rows = block_rows_per_chunk(frame_rows, narrowest)
+        layouts = {}
+        for column, cspec in self.spec.columns.items():
+            per_shard = chunks_per_shard(rows, widths[column])
+            codecs = tuple(inner_codecs(cspec.dtype, precision=cspec.precision))
+            layouts[column] = ArrayLayout(cspec.dtype, tuple(cspec.trailing), rows, rows * per_shard, codecs)
+            if cspec.nullable:
+                layouts[f"_validity/{column}"] = ArrayLayout(
+                    "bool", (), rows, rows * chunks_per_shard(rows, 1), tuple(inner_codecs("bool", dense=True))
+                )
+        return layouts
+
+    def create(self, frame_rows: int) -> None:
+        """Create the group and its column arrays, extents frozen from ``frame_rows``."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(self.path / "zarr.json", _group_doc(self._attributes(markers=False)))
+        layouts = self._layouts(frame_rows)
+        if any(c.nullable for c in self.spec.columns.values()):
+            (self.path / "_validity").mkdir(exist_ok=True)
+            write_json_atomic(self.path / "_validity" / "zarr.json", _group_doc({}))
+        for column in self.spec.columns:
+            self.columns[column] = ArrayAppender(self.path / column, layouts[column])
+            key = f"_validity/{column}"
+            if key in layouts:
+                self.masks[column] = ArrayAppender(self.path / key, layouts[key])
+        self.created = True
+        self.frame_rows = frame_rows
+
+    def reopen(self, reader: TrajectoryReader) -> None:
+        """Pick up a committed block, trimming every array to its logical length."""
+        block = reader.block(self.name)
+        if block is None:
+            return
+        if block.n_updates == 0:  # only uncommitted content: the group starts over
+            _remove_tree(self.path)
+            return
+        self.created = True
+        self.n_updates = block.n_updates
+        self.total_rows = block.total_rows
+        self.regular = not block.indexed and block.n_updates > 0
+        self.uniform_rows = block.uniform_rows
+        for column, array in block.columns.items():
+            self.columns[column] = ArrayAppender(self.path / column, _layout_of(array.metadata), length=self.total_rows)
+        for column, array in block.masks.items():
+            self.masks[column] = ArrayAppender(
+                self.path / "_validity" / column, _layout_of(array.metadata), length=self.total_rows
+            )
+        if block.indexed:
+            self.step_index = ArrayAppender(
+                self.path / "step_index", _layout_of(block.step_index.reader.metadata), length=self.n_updates
+            )
+            self.offset = ArrayAppender(
+                self.path / "offset", _layout_of(block.offset.reader.metadata), length=self.n_updates + 1
+            )
+        markers_on_disk = (read_group_attributes(self.path) or {}).get("uniform_rows") is not None
+        if block.indexed and markers_on_disk:
+            self.attributes_dirty = True  # a crash left markers beside the index: drop them now
+
+    # -- updates -----------------------------------------------------------------------------
+
+    def add(self, ordinal: int, block: Block) -> None:
+        """Queue one update of this block at frame ``ordinal``."""
+        if not self.created:
+            self.create(block.count)
+            self.regular = ordinal == 0 and block.count > 0 and bool(self.spec.columns)
+            self.uniform_rows = block.count if self.regular else 0
+            self.attributes_dirty = True
+            if not self.regular:
+                self._materialize_index()
+        elif self.regular and (block.count != self.uniform_rows or ordinal != self.n_updates):
+            self._materialize_index()
+            self.regular = False
+            self.attributes_dirty = True
+        for column, appender in self.columns.items():
+            appender.append(np.asarray(block[column].values))
+            mask = self.masks.get(column)
+            if mask is not None:
+                validity = block[column].validity
+                mask.append(np.ones(block.count, dtype=bool) if validity is None else np.asarray(validity))
+        self.n_updates += 1
+        self.total_rows += block.count
+        if not self.regular:
+            assert self.step_index is not None and self.offset is not None
+            self.step_index.append(np.array([ordinal], dtype=np.uint64))
+            self.offset.append(np.array([self.total_rows], dtype=np.uint64))
+
+    def _materialize_index(self) -> None:
+        """Create step_index/offset, backfilled from the regular history (trajectory.md §5.4)."""
+        self.step_index = ArrayAppender(self.path / "step_index", _dense_layout("u64"))
+        self.offset = ArrayAppender(self.path / "offset", _dense_layout("u64"))
+        n, rows = self.n_updates, self.uniform_rows
+        self.step_index.append(np.arange(n, dtype=np.uint64))
+        self.offset.append(np.arange(n + 1, dtype=np.uint64) * np.uint64(rows))
+
+    def _attributes(self, *, markers: bool) -> dict[str, Any]:
+        attributes: dict[str, Any] = {}
+        if self.spec.structural_shape is not None:
+            attributes["structural_shape"] = list(self.spec.structural_shape)
+        if markers:
+            attributes["uniform_rows"] = self.uniform_rows
+            attributes["dense_updates"] = True
+        return attributes
+
+    def appenders(self) -> list[ArrayAppender]:
+        out = [*self.columns.values(), *self.masks.values()]
+        if self.step_index is not None and self.offset is not None:
+            out += [self.step_index, self.offset]
+        return out
+
+    def group_document(self) -> tuple[Path, dict[str, Any]] | None:
+        """The group's new metadata when it changed: markers while regular, none once indexed."""
+        if not self.attributes_dirty:
+            return None
+        self.attributes_dirty = False
+        return self.path / "zarr.json", _group_doc(self._attributes(markers=self.regular and self.n_updates > 0))
+
+    def frame_bytes(self) -> int:
+        return self.frame_rows * sum(row_bytes(c.dtype, tuple(c.trailing)) for c in self.spec.columns.values())
+
+    def frames_per_chunk(self) -> int:
+        if not self.columns or not self.frame_rows:
+            return 1
+        return next(iter(self.columns.values())).layout.chunk_rows // self.frame_rows
+
+
+def _layout_of(metadata: Mapping[str, Any]) -> ArrayLayout:
+    """The appender layout of an existing array we wrote (index at the start)."""
+    from ...model import DTYPE_OF_ZARR
+
+    codecs = metadata.get("codecs", [])
+    if len(codecs) != 1 or codecs[0].get("name") != "sharding_indexed":
+        raise ReadOnlyError("the array is not sharded the way mrecd appends; it cannot be appended to")
+    conf = codecs[0]["configuration"]
+    if conf.get("index_location") != "start":
+        raise ReadOnlyError("shard index at the end: the array cannot be appended positionally")
+    shape = metadata["shape"]
+    outer = metadata["chunk_grid"]["configuration"]["chunk_shape"]
+    return ArrayLayout(
+        DTYPE_OF_ZARR[metadata["data_type"]],
+        tuple(int(n) for n in shape[1:]),
+        int(conf["chunk_shape"][0]),
+        int(outer[0]),
+        tuple(conf["codecs"]),
+    )
+
+
+# -- the cell ------------------------------------------------------------------------------------
+
+
+class _BoxWriter:
+    """``trajectory/box``: attributes for a fixed cell from ordinal 0, arrays once it changes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.mode: str | None = None  # None, "attributes" or "arrays"
+        self.first: Box | None = None
+        self.cell_defined = True
+        self.n_updates = 0
+        self.arrays: dict[str, ArrayAppender] = {}
+        self.dirty = False
+
+    def reopen(self, reader: TrajectoryReader) -> None:
+        box = reader._box_reader()
+        if box is None:
+            return
+        self.cell_defined = box.cell_defined
+        if box.vectors is None:
+            if box.fixed is not None:
+                self.mode, self.first, self.n_updates = "attributes", box.fixed, 1
+            return
+        self.mode = "arrays"
+        self.n_updates = box.n_updates
+        for name in ("step_index", "vectors", "origin", "boundary"):
+            array = getattr(box, name, None)
+            if name == "step_index" and array is not None:
+                array = array.reader
+            if array is not None:
+                self.arrays[name] = ArrayAppender(self.path / name, _layout_of(array.metadata), length=self.n_updates)
+
+    def add(self, ordinal: int, box: Box) -> None:
+        if self.mode is None:
+            self.cell_defined = box.cell_defined
+            self.path.mkdir(parents=True, exist_ok=True)
+            if ordinal == 0:
+                self.mode, self.first, self.n_updates, self.dirty = "attributes", box, 1, True
+                return
+            self.mode = "arrays"
+            self.dirty = True
+        elif self.mode == "attributes":
+            assert self.first is not None
+            self.mode = "arrays"
+            self.dirty = True
+            self.n_updates = 0
+            self._append(0, self.first)
+        self._append(ordinal, box)
+
+    def _append(self, ordinal: int, box: Box) -> None:
+        arrays = self.arrays
+        if "vectors" not in arrays:
+            arrays["step_index"] = ArrayAppender(self.path / "step_index", _dense_layout("u64"))
+            arrays["vectors"] = ArrayAppender(self.path / "vectors", _dense_layout("f64", (3, 3)))
+        arrays["step_index"].append(np.array([ordinal], dtype=np.uint64))
+        arrays["vectors"].append(box.vectors[None])
+        self._optional("origin", box.origin, not box.origin_is_default, np.zeros(3), "f64")
+        default_flags = np.full(3, self.cell_defined)
+        explicit = not box.boundary_is_default or not self.cell_defined  # frame.md §9.1
+        self._optional("boundary", box.boundary, explicit, default_flags, "bool")
+        self.n_updates += 1
+
+    def _optional(self, name: str, value: npt.NDArray[Any], off_default: bool, default: npt.NDArray[Any], dtype: str) -> None:
+        appender = self.arrays.get(name)
+        if appender is None and off_default:  # materialize, backfilled with the default
+            appender = ArrayAppender(self.path / name, _dense_layout(dtype, (3,)))
+            appender.append(np.repeat(default[None], self.n_updates, axis=0).astype(numpy_dtype(dtype)))
+            self.arrays[name] = appender
+        if appender is not None:
+            appender.append(np.asarray(value)[None])
+
+    def appenders(self) -> list[ArrayAppender]:
+        return list(self.arrays.values())
+
+    def group_document(self) -> tuple[Path, dict[str, Any]] | None:
+        """The cell group's new metadata when it changed (attribute cell, or its migration)."""
+        if not self.dirty:
+            return None
+        attributes: dict[str, Any] = {}
+        if not self.cell_defined:
+            attributes["cell_defined"] = False
+        if self.mode == "attributes":
+            assert self.first is not None
+            attributes["vectors"] = self.first.vectors.tolist()
+            if not self.first.origin_is_default:
+                attributes["origin"] = self.first.origin.tolist()
+            if not self.first.boundary_is_default or not self.cell_defined:
+                # an undefined cell writes its all-false boundary explicitly (frame.md §9.1)
+                attributes["boundary"] = self.first.boundary.tolist()
+        self.dirty = False
+        return self.path / "zarr.json", _group_doc(attributes)
+
+
+# -- step and time -------------------------------------------------------------------------------
+
+
+class _Series:
+    """Steps (exact integers) or times (binary64): a progression attribute until broken."""
+
+    def __init__(self, path: Path, dtype: str) -> None:
+        self.path = path
+        self.dtype = dtype
+        self.start: Any = None
+        self.stride: Any = None
+        self.count = 0
+        self.array: ArrayAppender | None = None
+
+    def _expected(self, i: int) -> Any:
+        if self.dtype == "i64":
+            return self.start + i * self.stride
+        return self.start + float(i) * self.stride  # one rounded multiply, one rounded add
+
+    def _same(self, a: Any, b: Any) -> bool:
+        if self.dtype == "i64":
+            return bool(a == b)
+        return struct.pack("<d", a) == struct.pack("<d", b)
+
+    def add(self, value: Any) -> None:
+        if self.array is not None:
+            self.array.append(np.array([value], dtype=numpy_dtype(self.dtype)))
+        elif self.dtype == "f64" and not math.isfinite(value):
+            self._materialize(value)  # a non-finite time cannot be spelled in JSON
+        elif self.count == 0:
+            self.start = value
+        elif self.count == 1:
+            self.stride = value - self.start
+            if self.dtype == "f64" and not math.isfinite(self.stride):
+                self._materialize(value)
+                self.count += 1
+                return
+            if not self._same(self._expected(1), value):
+                self._materialize(value)
+        elif not self._same(self._expected(self.count), value):
+            self._materialize(value)
+        self.count += 1
+
+    def _materialize(self, value: Any) -> None:
+        history = [self._expected(i) if i else self.start for i in range(self.count)]
+        self.array = ArrayAppender(self.path, _dense_layout(self.dtype))
+        self.array.append(np.array([*history, value], dtype=numpy_dtype(self.dtype)))
+
+    def progression(self) -> dict[str, Any] | None:
+        if self.array is not None or self.count == 0:
+            return None
+        if self.count == 1:
+            return {"start": self.start}
+        return {"start": self.start, "stride": self.stride}
+
+
+# -- the writer ----------------------------------------------------------------------------------
+
+
+class TrajectoryWriter:
+    """Append frames to ``<root>/trajectory`` and commit them by the protocol of chunking.md §2.
+
+    Parameters
+    ----------
+    root
+        The record root directory (must hold ``trajectory/`` already, see
+        :func:`create_trajectory_group`).
+    system, sections
+        The record's ``system`` blocks and frame-shaped sections, for the
+        alignment and row-reference rules.
+    flush_every
+        Override ``K`` (frames between automatic, non-durable commits).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        system: Mapping[str, Block] | None = None,
+        sections: Mapping[str, Mapping[str, Block]] | None = None,
+        flush_every: int | None = None,
+    ) -> None:
+        self.root = root
+        self.path = root / "trajectory"
+        reader = TrajectoryReader(root, system=system)
+        if reader.foreign:
+            raise ReadOnlyError("a trajectory without sequence_schema (foreign writer) is read, not appended to")
+        self.declaration = reader.declaration
+        self.state = SequenceState(self.declaration, system=system, sections=sections)
+        self.blocks = {n: _BlockWriter(self.path / n, n, s) for n, s in self.declaration.blocks.items()}
+        self.box = _BoxWriter(self.path / "box")
+        self.steps = _Series(self.path / "step", "i64")
+        self.times = _Series(self.path / "time", "f64")
+        self.meta: dict[str, ArrayAppender] = {}
+        self.nstep = 0  # committed
+        self.pending = 0  # admitted, not committed
+        self._k_override = flush_every
+        self.k = flush_every or 0
+        self._committer: ThreadPoolExecutor | None = None
+        self._helper: ThreadPoolExecutor | None = None
+        self._inflight: list[Future[None]] = []
+        self._failure: BaseException | None = None
+        self._reopen(reader)
+
+    # -- reopening ---------------------------------------------------------------------------
+
+    def _reopen(self, reader: TrajectoryReader) -> None:
+        n = reader.nstep
+        self.nstep = n
+        last = reader.frame(n - 1) if n else None  # read before any array is trimmed
+        for block in self.blocks.values():
+            block.reopen(reader)
+        self.box.reopen(reader)
+        for key, spec in self.declaration.meta.items():
+            array = reader.meta_array(key)
+            self.meta[key] = ArrayAppender(
+                self.path / "meta" / key, _layout_of(array.metadata), {"meta_dtype": spec.dtype}, length=n
+            )
+        self._reopen_series(reader, n)
+        if last is not None:
+            current = {name: last[name] for name in last}
+            has_time = last.time is not None
+            self.state.restore(nstep=n, last_step=last.step, has_time=has_time, current=current, box=last.box)
+            for name, block in self.blocks.items():
+                if name in last:
+                    block.frame_rows = last[name].count
+            self._plan_flush(last)
+
+    def _reopen_series(self, reader: TrajectoryReader, n: int) -> None:
+        for series, progression, name in (
+            (self.steps, reader.step_progression, "step"),
+            (self.times, reader.time_progression, "time"),
+        ):
+            if not n:
+                continue
+            if progression is not None:
+                series.count = n
+                series.start = progression["start"]
+                series.stride = progression.get("stride")
+            elif reader.has_array(name):
+                series.count = n
+                document = read_json(self.path / name / "zarr.json") or {}
+                series.array = ArrayAppender(self.path / name, _layout_of(document), length=n)
+            # else: a run without times keeps none
+
+    # -- appending ---------------------------------------------------------------------------
+
+    def append(self, frame: Frame) -> int:
+        """Admit one frame and queue it; commits (not durably) every ``K`` frames. Returns the frame count."""
+        self._raise_failure()
+        update = self.state.admit(frame, path=f"frame {self.nstep + self.pending}")
+        self._queue(update)
+        if self.k and self.pending >= self.k:
+            self.flush(durable=False, wait=False)
+        return self.nstep + self.pending
+
+    def extend(self, frames: Iterable[Frame]) -> int:
+        """Admit every frame first (all or nothing), then queue them. Returns the frame count."""
+        self._raise_failure()
+        trial = self.state.copy()
+        updates = [trial.admit(f, path=f"frame {self.nstep + self.pending + i}") for i, f in enumerate(frames)]
+        self.state = trial
+        for update in updates:
+            self._queue(update)
+        if self.k and self.pending >= self.k:
+            self.flush(durable=False, wait=False)
+        return self.nstep + self.pending
+
+    def _queue(self, update: Update) -> None:
+        ordinal = update.ordinal
+        for name, block in update.blocks.items():
+            self.blocks[name].add(ordinal, block)
+        if update.box is not None:
+            self.box.add(ordinal, update.box)
+        self.steps.add(update.step)
+        if update.time is not None:
+            self.times.add(update.time)
+        for key, spec in self.declaration.meta.items():
+            self.meta[key].append(_meta_row(spec.dtype, update.meta[key]))
+        if not self.k:
+            self._plan_flush(update.frame)
+        self.pending += 1
+
+    def _plan_flush(self, frame: Frame) -> None:
+        """K of chunking.md §6, from the first frame's size (unless overridden)."""
+        if self._k_override:
+            self.k = self._k_override
+            return
+        total = sum(
+            b.count * row_bytes(c.dtype, c.trailing) for b in frame.values() for c in b.values()
+        )
+        per_chunk = max((w.frames_per_chunk() for w in self.blocks.values() if w.created), default=1)
+        self.k = flush_every(total, per_chunk)
+
+    # -- committing --------------------------------------------------------------------------
+
+    def flush(self, *, durable: bool = True, wait: bool = True) -> int:
+        """Commit every queued frame; ``durable`` adds the fsyncs. Returns the frame count committed.
+
+        The commit is prepared here (chunks cut, bookkeeping advanced) and
+        written by the committer thread: data, array metadata, group metadata,
+        fsyncs, then ``trajectory/zarr.json``, in that order, commits in FIFO
+        order. ``wait=False`` returns once the commit is queued (automatic
+        flushes overlap encoding with the next frames); an error in a queued
+        commit is raised by the next call.
+        """
+        self._raise_failure()
+        commit = self._prepare(durable)
+        self.nstep += self.pending
+        self.pending = 0
+        if self._committer is None:
+            self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mrecd-commit")
+        self._inflight.append(self._committer.submit(self._run, commit))
+        while len(self._inflight) > (0 if wait else _MAX_INFLIGHT):
+            self._settle(self._inflight.pop(0))
+        return self.nstep
+
+    def wait(self) -> None:
+        """Block until every queued commit is on disk (raises a commit's error)."""
+        while self._inflight:
+            self._settle(self._inflight.pop(0))
+
+    def _settle(self, future: Future[None]) -> None:
+        try:
+            future.result()
+        except BaseException as exc:
+            self._failure = exc
+            raise
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise InvalidRecord(
+                f"an earlier commit failed ({self._failure!r}); the store holds the frames committed"
+                " before it: reopen the trajectory to append again"
+            ) from self._failure
+
+    def _prepare(self, durable: bool) -> _Commit:
+        arrays = [c for a in self._appenders() if (c := a.prepare()) is not None]
+        groups = [doc for block in self.blocks.values() if (doc := block.group_document()) is not None]
+        box = self.box.group_document()
+        if box is not None:
+            groups.append(box)
+        attributes: dict[str, Any] = {"sequence_schema": self.declaration.to_dict(), "nstep": self.nstep + self.pending}
+        for name, series in (("step_progression", self.steps), ("time_progression", self.times)):
+            progression = series.progression()
+            if progression is not None:
+                attributes[name] = progression
+        return _Commit(arrays, groups, (self.path / "zarr.json", _group_doc(attributes)), durable, self._appenders())
+
+    def _run(self, commit: _Commit) -> None:
+        """On the committer thread: encode (two threads for big commits), write, publish."""
+        work = [(a, k) for a in commit.arrays for k in range(len(a.jobs))]
+        if len(work) >= 8:
+            if self._helper is None:
+                self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mrecd-encode")
+            half = len(work) // 2
+            other = self._helper.submit(_encode_work, work[half:])
+            _encode_work(work[:half])
+            other.result()
+        else:
+            _encode_work(work)
+        for array in commit.arrays:
+            array.write()
+        for path, document in commit.groups:
+            write_json_atomic(path, document, durable=commit.durable)
+        if commit.durable:
+            for appender in commit.appenders:
+                appender.sync()
+        path, document = commit.trajectory
+        write_json_atomic(path, document, durable=commit.durable)
+
+    def _appenders(self) -> list[ArrayAppender]:
+        out: list[ArrayAppender] = []
+        for block in self.blocks.values():
+            out += block.appenders()
+        out += self.box.appenders()
+        out += list(self.meta.values())
+        for series in (self.steps, self.times):
+            if series.array is not None:
+                out.append(series.array)
+        return out
+
+    def close(self) -> None:
+        """Commit durably and release the files."""
+        try:
+            if self._failure is None:
+                self.flush(durable=True)
+        finally:
+            for pool in (self._committer, self._helper):
+                if pool is not None:
+                    pool.shutdown(wait=True)
+            self._committer = self._helper = None
+            for appender in self._appenders():
+                appender.close()
+
+
+class _Commit:
+    """Everything one commit writes, prepared on the appending thread."""
+
+    def __init__(
+        self,
+        arrays: list[ArrayCommit],
+        groups: list[tuple[Path, dict[str, Any]]],
+        trajectory: tuple[Path, dict[str, Any]],
+        durable: bool,
+        appenders: list[ArrayAppender],
+    ) -> None:
+        self.arrays = arrays
+        self.groups = groups
+        self.trajectory = trajectory
+        self.durable = durable
+        self.appenders = appenders
+
+
+def _encode_work(work: list[tuple[ArrayCommit, int]]) -> None:
+    for array, k in work:
+        array.encode_range(k, k + 1)
+
+
+def _meta_row(tag: str, value: Any) -> npt.NDArray[Any]:
+    element, width = TAG_LAYOUT[tag]
+    if element == "json":
+        return np.array([dumps_strict(value)], dtype=STRING_DTYPE)
+    if element == "string":
+        return np.array([value], dtype=STRING_DTYPE)
+    dtype = numpy_dtype(element)
+    if width is None:
+        return np.array([value], dtype=dtype)
+    return np.array([list(value)], dtype=dtype)
+
+
+def _remove_tree(path: Path) -> None:
+    if path.is_dir():
+        for child in path.iterdir():
+            _remove_tree(child)
+        path.rmdir()
+    elif path.exists():
+        path.unlink()

@@ -1,0 +1,73 @@
+"""Fixtures for trajectory tests: a bare record root on disk and frame factories."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import mrecd
+from mrecd.api._trajectory import Trajectory, create_trajectory, open_trajectory
+
+
+def make_root(path: Path) -> Path:
+    """A minimal record root (root group + stamped meta) to hang a trajectory on."""
+    path.mkdir(parents=True)
+    (path / "zarr.json").write_text('{"zarr_format":3,"node_type":"group","attributes":{}}')
+    (path / "meta").mkdir()
+    (path / "meta" / "zarr.json").write_text(
+        '{"zarr_format":3,"node_type":"group","attributes":{"molrec_version":2}}'
+    )
+    return path
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return make_root(tmp_path / "run.mrec")
+
+
+@pytest.fixture
+def new_trajectory(root: Path) -> Callable[..., Trajectory]:
+    def factory(declaration: dict[str, Any] | None = None, **kwargs: Any) -> Trajectory:
+        if declaration is None:
+            return open_trajectory(root, **kwargs)
+        create_trajectory(root, declaration)
+        return open_trajectory(root, **kwargs)
+
+    return factory
+
+
+def attrs(path: Path) -> dict[str, Any]:
+    """The attributes of the Zarr node at ``path``."""
+    return json.loads((path / "zarr.json").read_text())["attributes"]
+
+
+def write_attrs(path: Path, attributes: dict[str, Any]) -> None:
+    document = json.loads((path / "zarr.json").read_text())
+    document["attributes"] = attributes
+    (path / "zarr.json").write_text(json.dumps(document))
+
+
+def u64(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.uint64)
+
+
+def atoms(n: int, shift: float = 0.0) -> dict[str, np.ndarray]:
+    base = np.arange(n, dtype=np.float64) + shift
+    return {"x": base, "y": base + 0.5, "z": base + 0.25}
+
+
+def xyz_declaration(precision: float | None = None, **meta: Any) -> dict[str, Any]:
+    column: dict[str, Any] = {"dtype": "f64", "trailing": []}
+    if precision is not None:
+        column["precision"] = precision
+    return {"blocks": {"atoms": {"columns": {c: dict(column) for c in "xyz"}}}, "meta": meta}
+
+
+def frame(step: int, **kwargs: Any) -> mrecd.Frame:
+    blocks = kwargs.pop("blocks", {})
+    return mrecd.Frame(blocks, step=step, **kwargs)

@@ -1,0 +1,424 @@
+"""The writer's contract: commits, the reopen rule, one writer, batches, projections, interop."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import zarr
+
+import mrecd
+from mrecd.api._trajectory import Trajectory, create_trajectory, open_trajectory
+from mrecd.bindings.zarr import _shard
+
+from .conftest import atoms, attrs, frame, make_root, u64, write_attrs, xyz_declaration
+
+
+def snapshot(path: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+
+
+def test_append_returns_length_and_reads_see_queued_frames(root: Path) -> None:
+    traj = open_trajectory(root)
+    assert traj.append(frame(0, blocks={"atoms": atoms(2)})) == 1
+    assert traj.append(frame(1, blocks={"atoms": atoms(2, 1)})) == 2
+    assert traj.nstep == 0 and len(traj) == 2  # queued, not yet committed
+    assert traj[1].step == 1  # a read commits what is queued first
+    assert traj.nstep == 2
+    traj.close()
+
+
+def test_automatic_flush_every_k(root: Path) -> None:
+    traj = open_trajectory(root, flush_every=3)
+    for i in range(7):
+        traj.append(frame(i, blocks={"atoms": atoms(2, i)}))
+        assert traj.nstep == (i + 1) // 3 * 3  # waits for the commit in flight
+        assert attrs(root / "trajectory")["nstep"] == traj.nstep
+    traj.close()
+    assert attrs(root / "trajectory")["nstep"] == 7
+
+
+def test_default_k_follows_the_spec_formula(root: Path) -> None:
+    """4 atoms x 3 f64 = 96 B/frame, 512 frames per chunk: K = 4096 (chunking.md §6)."""
+    traj = open_trajectory(root)
+    traj.append(frame(0, blocks={"atoms": atoms(4)}))
+    assert traj._writer is not None and traj._writer.k == 4096
+    traj.close()
+
+
+def test_refused_frame_changes_nothing(root: Path) -> None:
+    traj = open_trajectory(root)
+    traj.append(frame(0, blocks={"atoms": atoms(2)}, meta={"pe": 1.0}))
+    traj.flush()
+    before = snapshot(root)
+    bad = [
+        frame(1, blocks={"bonds": {"atomi": u64(0)}}, meta={"pe": 1.0}),  # undeclared block
+        frame(1, blocks={"atoms": {**atoms(2), "q": [1.0, 2.0]}}, meta={"pe": 1.0}),  # undeclared column
+        frame(1, blocks={"atoms": atoms(2)}, meta={"pe": 1.0, "ke": 2.0}),  # undeclared key
+        frame(1, blocks={"atoms": atoms(2)}),  # omitted key without fill
+        frame(0, blocks={"atoms": atoms(2)}, meta={"pe": 1.0}),  # repeated step
+        frame(1, blocks={"atoms": {"x": [1.0], "y": [1.0]}}, meta={"pe": 1.0}),  # missing column
+    ]
+    for f in bad:
+        with pytest.raises(mrecd.InvalidRecord):
+            traj.append(f)
+    traj.flush()
+    assert len(traj) == 1
+    after = snapshot(root)
+    assert after == before
+
+
+def test_extend_is_all_or_nothing(root: Path) -> None:
+    traj = open_trajectory(root)
+    traj.append(frame(0, blocks={"atoms": atoms(2)}))
+    frames = [frame(1, blocks={"atoms": atoms(2, 1)}), frame(2, blocks={"atoms": atoms(2, 2)}), frame(2)]
+    with pytest.raises(mrecd.StepOrderError):
+        traj.extend(frames)
+    assert len(traj) == 1
+    assert traj.extend(frames[:2]) == 3
+    traj.close()
+    assert [f.step for f in open_trajectory(root)] == [0, 1, 2]
+
+
+def test_one_writer_at_a_time(root: Path) -> None:
+    first = open_trajectory(root)
+    first.append(frame(0, blocks={"atoms": atoms(2)}))
+    second = open_trajectory(root)
+    with pytest.raises(mrecd.WriterBusy):
+        second.append(frame(1, blocks={"atoms": atoms(2)}))
+    script = textwrap.dedent(
+        f"""
+        import sys, mrecd
+        from mrecd.api._trajectory import open_trajectory
+        try:
+            open_trajectory({str(root)!r}).append(mrecd.Frame({{"atoms": {{"x": [0.0], "y": [0.0], "z": [0.0]}}}}, step=9))
+        except mrecd.WriterBusy:
+            sys.exit(3)
+        """
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    assert subprocess.run([sys.executable, "-c", script], env=env, check=False).returncode == 3
+    first.close()
+    second.append(frame(1, blocks={"atoms": atoms(2, 1)}))  # the lock is free again
+    second.close()
+    assert len(open_trajectory(root)) == 2
+
+
+def test_readers_are_not_blocked_by_a_writer(root: Path) -> None:
+    writer = open_trajectory(root, flush_every=1)
+    writer.append(frame(0, blocks={"atoms": atoms(2)}))
+    assert writer.nstep == 1  # commits land on the committer thread; nstep waits for them
+    reader = open_trajectory(root)
+    assert len(reader) == 1
+    writer.append(frame(1, blocks={"atoms": atoms(2, 1)}))
+    assert writer.nstep == 2
+    assert len(reader) == 1 and reader.refresh() == 2
+    assert reader[1].step == 1
+    writer.close()
+
+
+def test_reopen_trims_uncommitted_tail(root: Path) -> None:
+    """chunking.md §3: x landed 3 frames but nstep says 2: reopen shrinks x to 2N, frame 2 is rewritten."""
+    traj = open_trajectory(root)
+    traj.append(frame(0, blocks={"atoms": atoms(4, 0)}))
+    traj.append(frame(1, blocks={"atoms": atoms(4, 1)}))
+    traj.flush()
+    committed = json.loads((root / "trajectory" / "zarr.json").read_text())
+    traj.append(frame(2, blocks={"atoms": atoms(4, 2)}))
+    traj.close()
+    assert zarr.open_array(str(root / "trajectory" / "atoms" / "x")).shape == (12,)
+    (root / "trajectory" / "zarr.json").write_text(json.dumps(committed))  # the nstep replace never happened
+    again = open_trajectory(root)
+    assert len(again) == 2
+    again.append(frame(2, blocks={"atoms": atoms(4, 7)}))  # the tail is trimmed before appending
+    assert zarr.open_array(str(root / "trajectory" / "atoms" / "x")).shape == (8,)
+    again.close()
+    assert zarr.open_array(str(root / "trajectory" / "atoms" / "x")).shape == (12,)
+    np.testing.assert_array_equal(open_trajectory(root)[2]["atoms"]["x"].values, atoms(4, 7)["x"])
+
+
+def test_reopen_continues_every_series(root: Path) -> None:
+    declaration = xyz_declaration(pe={"dtype": "f64"})
+    declaration["blocks"]["bonds"] = {"columns": {"atomi": {"dtype": "u64", "trailing": []}}}
+    create_trajectory(root, declaration)
+    traj = open_trajectory(root)
+    for i in range(3):
+        blocks = {"atoms": atoms(3, i)}
+        if i == 0:
+            blocks["bonds"] = {"atomi": u64(0, 1)}
+        traj.append(frame(10 * i, time=0.5 * i, blocks=blocks, meta={"pe": float(i)}, box=mrecd.Box(np.eye(3) * 9)))
+    traj.close()
+    traj = open_trajectory(root)
+    traj.append(frame(30, time=1.5, blocks={"atoms": atoms(3, 3)}, meta={"pe": 3.0}))  # carry-forward continues
+    traj.append(frame(45, time=2.0, blocks={"atoms": atoms(4, 4)}, meta={"pe": 4.0}, box=mrecd.Box(np.eye(3) * 10)))
+    with pytest.raises(mrecd.StepOrderError):
+        traj.append(frame(45, time=2.5, meta={"pe": 5.0}))
+    traj.close()
+    top = attrs(root / "trajectory")
+    assert top["nstep"] == 5 and "step_progression" not in top
+    assert top["time_progression"] == {"start": 0.0, "stride": 0.5}
+    back = open_trajectory(root)
+    assert back.steps().tolist() == [0, 10, 20, 30, 45]
+    assert [f["bonds"].count for f in back] == [2] * 5
+    assert attrs(root / "trajectory" / "bonds") == {"uniform_rows": 2, "dense_updates": True}
+    assert [f["atoms"].count for f in back] == [3, 3, 3, 3, 4]
+    assert back[4].box == mrecd.Box(np.eye(3) * 10) and back[3].box == mrecd.Box(np.eye(3) * 9)
+    np.testing.assert_array_equal(back.series("pe"), [0.0, 1.0, 2.0, 3.0, 4.0])
+
+
+def test_version_one_trajectory_is_not_appended_to(root: Path) -> None:
+    traj = open_trajectory(root)
+    traj.append(frame(0, blocks={"atoms": atoms(1)}))
+    traj.close()
+
+    class V1Record:
+        path = root
+        read_only = False
+        system = None
+        frame = None
+        molrec_version = 1
+
+    old = open_trajectory(V1Record())
+    assert old[0].step == 0
+    with pytest.raises(mrecd.ReadOnlyError, match="version-1"):
+        old.append(frame(1, blocks={"atoms": atoms(1)}))
+
+
+class _Record:
+    def __init__(self, path: Path, system: mrecd.Frame | None = None, read_only: bool = False) -> None:
+        self.path = path
+        self.system = system
+        self.frame = None
+        self.read_only = read_only
+        self.molrec_version = 2
+
+
+def test_read_only_record_refuses_appends(root: Path) -> None:
+    with pytest.raises(mrecd.ReadOnlyError):
+        open_trajectory(_Record(root, read_only=True)).append(frame(0, blocks={"atoms": atoms(1)}))
+
+
+def test_system_alignment(root: Path) -> None:
+    system = mrecd.Frame({"atoms": {"element": ["O", "H", "H"], "id": u64(1, 2, 3)}})
+    record = _Record(root, system)
+    traj = open_trajectory(record)
+    traj.append(frame(0, blocks={"atoms": {**atoms(3), "id": u64(1, 2, 3)}}))
+    with pytest.raises(mrecd.InvalidRecord, match="system/atoms"):
+        traj.append(frame(1, blocks={"atoms": {**atoms(4), "id": u64(1, 2, 3, 4)}}))
+    with pytest.raises(mrecd.InvalidRecord, match="id"):
+        traj.append(frame(1, blocks={"atoms": {**atoms(3), "id": u64(1, 2, 4)}}))
+    traj.close()
+    assert len(open_trajectory(record)) == 1
+
+
+def test_aligned_block_shares_no_name_with_system(root: Path) -> None:
+    system = mrecd.Frame({"atom_types": {"type": ["a"]}})
+    declaration = {
+        "blocks": {
+            "atoms": {"columns": {"x": {"dtype": "f64", "trailing": []}}},
+            "atom_types": {"aligned_with": "atoms", "columns": {"type": {"dtype": "string", "trailing": []}}},
+        },
+        "meta": {},
+    }
+    with pytest.raises(mrecd.InvalidRecord, match="system"):
+        create_trajectory(_Record(root, system), declaration)
+
+
+def test_targets_resolve_on_resolved_frames(root: Path) -> None:
+    declaration = xyz_declaration()
+    declaration["blocks"]["sel"] = {"columns": {"atom": {"dtype": "u64", "trailing": []}}, "targets": {"atom": "atoms"}}
+    declaration["blocks"]["ref"] = {"columns": {"site": {"dtype": "u64", "trailing": []}}, "targets": {"site": "/system/sites"}}
+    system = mrecd.Frame({"sites": {"w": [1.0, 2.0]}})
+    create_trajectory(_Record(root, system), declaration)
+    traj = open_trajectory(_Record(root, system))
+    traj.append(frame(0, blocks={"atoms": atoms(3), "sel": {"atom": u64(2)}, "ref": {"site": u64(1)}}))
+    with pytest.raises(mrecd.InvalidRecord, match="not below"):
+        traj.append(frame(1, blocks={"atoms": atoms(2)}))  # sel still points at row 2
+    with pytest.raises(mrecd.InvalidRecord, match="sites"):
+        traj.append(frame(1, blocks={"ref": {"site": u64(2)}}))
+    traj.append(frame(1, blocks={"atoms": atoms(2), "sel": {"atom": u64(1)}}))
+    traj.close()
+
+
+def test_projection_reads_only_those_arrays(root: Path) -> None:
+    declaration = xyz_declaration()
+    declaration["blocks"]["bonds"] = {"columns": {"atomi": {"dtype": "u64", "trailing": []}}}
+    create_trajectory(root, declaration)
+    traj = open_trajectory(root)
+    for i in range(3):
+        traj.append(frame(i, blocks={"atoms": atoms(5, i), "bonds": {"atomi": u64(i)}}))
+    traj.close()
+    for name in ("y", "z"):  # without these arrays a projection to x still reads
+        for chunk in (root / "trajectory" / "atoms" / name / "c").iterdir():
+            chunk.unlink()
+    for chunk in (root / "trajectory" / "bonds" / "atomi" / "c").iterdir():
+        chunk.unlink()
+    reader = open_trajectory(root)
+    f = reader.read(2, blocks=["atoms"], columns=["x"])
+    assert set(f) == {"atoms"} and set(f["atoms"]) == {"x"}
+    np.testing.assert_array_equal(f["atoms"]["x"].values, atoms(5, 2)["x"])
+
+
+def test_frame_read_touches_only_its_chunks(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading frame i reads the shard index and the chunks holding its rows, never the whole column."""
+    traj = open_trajectory(root, flush_every=500)
+    n_atoms, n_frames = 3000, 60
+    rng = np.random.default_rng(7)
+    for i in range(n_frames):
+        xyz = rng.uniform(0, 40, (3, n_atoms))
+        traj.append(frame(i, blocks={"atoms": dict(zip("xyz", xyz, strict=True))}))
+    traj.close()
+    column_bytes = sum(p.stat().st_size for p in (root / "trajectory" / "atoms" / "x" / "c").rglob("*") if p.is_file())
+    reads: list[int] = []
+    real = _shard._pread_counted
+
+    def counting(fd: int, size: int, offset: int) -> bytes:
+        data = real(fd, size, offset)
+        reads.append(len(data))
+        return data
+
+    monkeypatch.setattr(_shard, "_pread_counted", counting)
+    reader = open_trajectory(root)
+    reader.read(37, columns=["x"])
+    chunk = n_atoms * 8
+    index = 16 * 4096 + 4
+    assert sum(reads) <= index + chunk + 64  # one shard index and one chunk
+    assert sum(reads) < column_bytes / 10
+
+
+def test_every_array_reads_back_through_zarr_python_and_zarrs(root: Path) -> None:
+    declaration = {
+        "blocks": {
+            "atoms": {"columns": {
+                "x": {"dtype": "f64", "trailing": [], "precision": 0.001},
+                "element": {"dtype": "string", "trailing": []},
+                "q": {"dtype": "f64", "trailing": [], "nullable": True},
+                "v": {"dtype": "f64", "trailing": [3]},
+            }},
+            "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}}},
+        },
+        "meta": {"pe": {"dtype": "f64"}, "flags": {"dtype": "bool3"}, "note": {"dtype": "json", "fill": None}},
+    }
+    create_trajectory(root, declaration)
+    traj = open_trajectory(root, flush_every=7)
+    rng = np.random.default_rng(11)
+    for i in range(40):
+        n = 3 + i % 4
+        blocks: dict[str, Any] = {
+            "atoms": {
+                "x": rng.uniform(-5, 5, n),
+                "element": [f"E{k}" for k in range(n)],
+                "q": mrecd.Column(rng.normal(size=n), validity=rng.integers(0, 2, n).astype(bool) | (np.arange(n) == 0)),
+                "v": rng.normal(size=(n, 3)),
+            }
+        }
+        if i % 9 == 0:
+            blocks["bonds"] = {"atomi": np.arange(i % 5, dtype=np.uint64)}
+        box = mrecd.Box(np.eye(3) * (10 + i // 10)) if i % 10 == 0 else None
+        traj.append(frame(i * 3 + (i > 20), time=0.1 * i, blocks=blocks, meta={"pe": float(i), "flags": [True, False, i % 2 == 0]}, box=box))
+    traj.close()
+    arrays = sorted(p.parent for p in (root / "trajectory").rglob("zarr.json") if json.loads(p.read_text())["node_type"] == "array")
+    assert len(arrays) > 15
+    for path in arrays:
+        plain = zarr.open_array(str(path), mode="r")[:]
+        with zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"}):
+            rust = zarr.open_array(str(path), mode="r")[:]
+        mine = _shard.ArrayReader(path, json.loads((path / "zarr.json").read_text()))
+        ours = mine.read(0, mine.shape[0])
+        if plain.dtype.kind in "OTU":
+            assert plain.tolist() == rust.tolist() == ours.tolist(), path
+        else:
+            assert plain.tobytes() == rust.tobytes() == ours.tobytes(), path
+
+
+def test_frames_round_trip_bit_identical(tmp_path: Path) -> None:
+    """What the reader returns is what was written (resolved), for a run with every feature."""
+    root = make_root(tmp_path / "r.mrec")
+    declaration = xyz_declaration(pe={"dtype": "f64", "fill": "NaN"})
+    declaration["blocks"]["ins"] = {"columns": {"atomi": {"dtype": "u64", "trailing": []}}}
+    create_trajectory(root, declaration)
+    traj = open_trajectory(root, flush_every=4)
+    rng = np.random.default_rng(5)
+    expected: list[mrecd.Frame] = []
+    current: dict[str, Any] = {}
+    for i in range(25):
+        blocks: dict[str, Any] = {}
+        if i % 3 != 2:
+            blocks["atoms"] = dict(zip("xyz", rng.normal(size=(3, 2 + i % 3)), strict=True))
+        if i % 5 == 1:
+            blocks["ins"] = {"atomi": np.arange(i % 3, dtype=np.uint64)}
+        meta = {"pe": float(i)} if i % 4 else {}
+        f = frame(i, blocks=blocks, meta=meta)
+        traj.append(f)
+        for name, block in f.items():
+            current[name] = block
+        expected.append(mrecd.Frame(dict(current), meta={"pe": float(i) if i % 4 else float("nan")}, step=i))
+    traj.close()
+    back = list(open_trajectory(root))
+    assert back == expected
+
+
+def test_trajectory_is_a_sequence(root: Path) -> None:
+    traj = open_trajectory(root)
+    for i in range(6):
+        traj.append(frame(i, blocks={"atoms": atoms(1, i)}))
+    view = traj[1:6:2]
+    assert len(view) == 3 and [f.step for f in view] == [1, 3, 5]
+    assert [f.step for f in view[::-1]] == [5, 3, 1] and view[-1].step == 5
+    assert isinstance(traj, Trajectory) and traj.steps().tolist() == list(range(6))
+    traj.close()
+
+
+def test_zero_frame_trajectory(root: Path) -> None:
+    create_trajectory(root, xyz_declaration(pe={"dtype": "f64"}))
+    traj = open_trajectory(root)
+    assert len(traj) == 0 and traj.steps().tolist() == [] and traj.times() is None
+    assert traj.declaration is not None and set(traj.declaration.blocks) == {"atoms"}
+    with pytest.raises(IndexError):
+        traj[0]
+
+
+def test_stale_uncommitted_block_group_is_replaced(root: Path) -> None:
+    """A crash after a block's first arrays but before the commit leaves a group with no update."""
+    declaration = xyz_declaration()
+    declaration["blocks"]["ins"] = {"columns": {"atomi": {"dtype": "u64", "trailing": []}}}
+    create_trajectory(root, declaration)
+    traj = open_trajectory(root)
+    traj.append(frame(0, blocks={"atoms": atoms(2)}))
+    traj.flush()
+    committed = json.loads((root / "trajectory" / "zarr.json").read_text())
+    traj.append(frame(1, blocks={"ins": {"atomi": u64(1, 1, 1)}}))
+    traj.close()
+    (root / "trajectory" / "zarr.json").write_text(json.dumps(committed))
+    write_attrs(root / "trajectory" / "ins", {})
+    again = open_trajectory(root)
+    assert "ins" not in again[0]
+    again.append(frame(1, blocks={"ins": {"atomi": u64(0)}}))
+    again.close()
+    assert open_trajectory(root)[1]["ins"]["atomi"].values.tolist() == [0]
+
+
+def test_reopen_without_appending_keeps_partial_chunks(root: Path) -> None:
+    """Regression: trimming on reopen once dropped the committed partial tail chunk of an
+    array that received no new rows afterwards (found by the SIGKILL test)."""
+    declaration = xyz_declaration()
+    declaration["blocks"]["flags"] = {"columns": {"on": {"dtype": "bool", "trailing": [], "nullable": True}}}
+    create_trajectory(root, declaration)
+    traj = open_trajectory(root)
+    traj.append(frame(0, blocks={"atoms": atoms(2), "flags": {"on": mrecd.Column([True, False], validity=[True, False])}}))
+    traj.append(frame(1, blocks={"atoms": atoms(2, 1)}))
+    traj.close()
+    before = list(open_trajectory(root))
+    reopened = open_trajectory(root)
+    reopened.append(frame(2, blocks={"atoms": atoms(2, 2)}))  # flags gets no rows in this session
+    reopened.close()
+    after = list(open_trajectory(root))
+    assert after[:2] == before
+    assert after[2]["flags"] == before[1]["flags"]
