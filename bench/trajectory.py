@@ -23,6 +23,7 @@ import numpy as np
 import mrecd
 from mrecd.api._trajectory import create_trajectory, open_trajectory
 from mrecd.bindings.zarr import _shard
+from mrecd.bindings.zarr._tree import DirTree
 
 N_ATOMS = 3000
 BOX = 40.0
@@ -266,8 +267,8 @@ def _bytes_read(root: Path, n: int, i: int) -> list[str]:
     reads: list[int] = []
     real = _shard._pread_counted
 
-    def counting(fd: int, size: int, offset: int) -> bytes:
-        data = real(fd, size, offset)
+    def counting(source: Any, offset: int, size: int) -> bytes:
+        data = real(source, offset, size)
         reads.append(len(data))
         return data
 
@@ -284,7 +285,7 @@ def _bytes_read(root: Path, n: int, i: int) -> list[str]:
     chunk_bytes = 0
     for c in "xyz":
         meta = json.loads((root / "trajectory" / "atoms" / c / "zarr.json").read_text())
-        arr = _shard.ArrayReader(root / "trajectory" / "atoms" / c, meta)
+        arr = _shard.ArrayReader(DirTree(root / "trajectory" / "atoms" / c), "", meta)
         index = arr._shard_index(i * N_ATOMS // arr.outer_rows)
         assert index is not None
         chunk_bytes += int(index[(i * N_ATOMS // arr.inner_rows) % arr.per_shard, 1])

@@ -159,14 +159,14 @@ def test_non_monotonic_offset_refused(root: Path) -> None:
     _indexed_store(root, [0, 1], [0, 4, 3], 2)
     with pytest.raises(mrecd.InvalidRecord, match="offset"):
         open_trajectory(root)[1]
-    assert any("offset" in m for _, m in validate_trajectory(root))
+    assert any("offset" in v.message for v in validate_trajectory(root))
 
 
 def test_repeating_step_index_refused(root: Path) -> None:
     _indexed_store(root, [0, 2, 2], [0, 1, 2, 3], 3)
     with pytest.raises(mrecd.InvalidRecord, match="step_index"):
         open_trajectory(root)[2]
-    assert any("step_index" in m for _, m in validate_trajectory(root))
+    assert any("step_index" in v.message for v in validate_trajectory(root))
 
 
 def test_meta_shorter_than_nstep_refused(root: Path) -> None:
@@ -292,7 +292,7 @@ def test_aligned_block_tampered_offset_refused(root: Path) -> None:
     assert traj[0]["atom_types"].count == 3
     with pytest.raises(mrecd.InvalidRecord, match="aligned"):
         traj[1]
-    assert any("aligned" in m for _, m in validate_trajectory(root))
+    assert any("aligned" in v.message for v in validate_trajectory(root))
 
 
 def test_validator_reports_off_grid_precision_values(root: Path) -> None:
@@ -305,7 +305,8 @@ def test_validator_reports_off_grid_precision_values(root: Path) -> None:
     foreign_store(root, {"sequence_schema": decl, "nstep": 1, "step_progression": {"start": 0}}, build)
     np.testing.assert_array_equal(open_trajectory(root)[0]["atoms"]["x"].values, [0.1, 0.2])  # read, not refused
     problems = validate_trajectory(root)
-    assert len(problems) == 1 and "grid" in problems[0][1] and problems[0][0].endswith("atoms/x")
+    assert len(problems) == 1 and "grid" in problems[0].message
+    assert problems[0].path == "trajectory/atoms/x" and problems[0].rule == "frame.md §7.2"
 
 
 def test_frame_index_bounds(root: Path) -> None:

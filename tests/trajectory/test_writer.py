@@ -17,6 +17,7 @@ import zarr
 import mrecd
 from mrecd.api._trajectory import Trajectory, create_trajectory, open_trajectory
 from mrecd.bindings.zarr import _shard
+from mrecd.bindings.zarr._tree import DirTree
 
 from .conftest import atoms, attrs, frame, make_root, u64, write_attrs, xyz_declaration
 
@@ -279,8 +280,8 @@ def test_frame_read_touches_only_its_chunks(root: Path, monkeypatch: pytest.Monk
     reads: list[int] = []
     real = _shard._pread_counted
 
-    def counting(fd: int, size: int, offset: int) -> bytes:
-        data = real(fd, size, offset)
+    def counting(source: Any, offset: int, size: int) -> bytes:
+        data = real(source, offset, size)
         reads.append(len(data))
         return data
 
@@ -330,7 +331,7 @@ def test_every_array_reads_back_through_zarr_python_and_zarrs(root: Path) -> Non
         plain = zarr.open_array(str(path), mode="r")[:]
         with zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"}):
             rust = zarr.open_array(str(path), mode="r")[:]
-        mine = _shard.ArrayReader(path, json.loads((path / "zarr.json").read_text()))
+        mine = _shard.ArrayReader(DirTree(path), "", json.loads((path / "zarr.json").read_text()))
         ours = mine.read(0, mine.shape[0])
         if plain.dtype.kind in "OTU":
             assert plain.tolist() == rust.tolist() == ours.tolist(), path

@@ -40,7 +40,11 @@ def test_create_returns_an_open_writable_record(tmp_path: Path) -> None:
         assert record.molrec_version == 2
         assert record.system is None and record.forcefield is None
         assert record.status is None and record.method is None
-        assert record.trajectory is None
+        # writable: an empty trajectory whose first append creates the section
+        assert record.trajectory is not None and len(record.trajectory) == 0
+        assert record.trajectory.declaration is None and "trajectory" not in record.sections
+    with mrecd.open_record(tmp_path / "a.mrec") as reader:
+        assert reader.trajectory is None  # read-only and no section: nothing to hand out
 
 
 def test_root_and_meta_are_written_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -144,11 +148,6 @@ BAD_INPUTS: list[tuple[str, dict[str, Any], str]] = [
     ("column-name-dunder", {"frame": mrecd.Frame({"atoms": {"__x": [0.0]}})}, "frame/atoms"),
     ("block-name-zarr-json", {"frame": mrecd.Frame({"zarr.json": {"x": [0.0]}})}, "frame"),
     ("block-name-dotdot", {"frame": mrecd.Frame({"..": {"x": [0.0]}})}, "frame"),
-    (
-        "forcefield-table-named-box",
-        {"forcefield": ForceField({"name": "f"}, {"box": mrecd.Block({}, count=0)})},
-        "forcefield/box",
-    ),
 ]
 
 

@@ -47,7 +47,7 @@ def rich_record(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
         ),
     )
     ff = ForceField(
-        {"name": "f"},
+        {"name": "f", "units": {"preset": "real"}, "styles": [{"category": "atom", "style": "full"}]},
         {"atom.full": mrecd.Block({"name": np.array(["A", "B"]), "mass": [1.0, 2.0]})},
     )
     path = tmp_path / "rich.mrec"

@@ -35,7 +35,7 @@ def add_trajectory_group(root: Path) -> None:
 WRITES: list[tuple[str, Callable[[mrecd.StoredRecord], None]]] = [
     ("frame", lambda r: r.write_frame(water_frame(4, seed=9))),
     ("system", lambda r: r.write_system(mrecd.Frame({"atoms": {"element": np.array(["C"])}}))),
-    ("forcefield", lambda r: r.write_forcefield(ForceField({"name": "f"}, {}))),
+    ("forcefield", lambda r: r.write_forcefield(ForceField({"name": "f", "units": {"preset": "real"}, "styles": []}, {}))),
     ("status", lambda r: r.write_status({"state": "failed", "error": {"message": "x"}})),
     (
         "method",

@@ -333,6 +333,8 @@ def test_forcefield_section_is_frame_shaped_without_meta_types(tmp_path: Path) -
             "pair.lj%2Fcut": mrecd.Block(
                 {
                     "name": np.array(["A"]),
+                    "itom": np.array(["A"]),
+                    "jtom": np.array(["A"]),
                     "epsilon": [0.1],
                     "sigma": mrecd.Column([3.0], validity=[False]),
                 }

@@ -29,6 +29,7 @@ from ..bindings.zarr._record import (
     document_writer,
     frame_section_writer,
 )
+from ..bindings.zarr._tree import Tree
 from ..errors import InvalidRecord, ReadOnlyError
 from ..forcefield import ForceField
 from ..model import (
@@ -43,6 +44,7 @@ from ..model import (
     check_status,
     stamp_meta,
 )
+from ._trajectory import Trajectory, create_trajectory, open_trajectory
 
 if TYPE_CHECKING:
     from os import PathLike
@@ -155,6 +157,7 @@ class StoredRecord:
         self._store = store
         self._read_only = read_only
         self._cache: dict[str, Any] = {}
+        self._trajectory: Trajectory | None = None
         try:
             self._meta = self._read_meta()
             for name, check in (("status", check_status), ("method", check_method)):
@@ -277,14 +280,22 @@ class StoredRecord:
         return None if method is None else dict(method)
 
     @property
-    def trajectory(self) -> Any:
-        """The trajectory section (issue 4's object); ``None`` without a ``trajectory/`` group."""
-        node = self._store.node("trajectory")
-        if node is None:
-            return None
-        from ._trajectory import open_trajectory  # type: ignore[import-not-found,unused-ignore]
+    def tree(self) -> Tree:
+        """The record's node tree (directory or packed zip), read-only."""
+        return self._store.tree
 
-        return open_trajectory(self)
+    @property
+    def trajectory(self) -> Trajectory | None:
+        """The trajectory section, one object per open record (it holds the writer).
+
+        ``None`` on a read-only record without one; on a writable record the
+        first ``append`` creates it, declaring what that frame presents.
+        """
+        if self._trajectory is None:
+            if self._read_only and self._store.node("trajectory") is None:
+                return None
+            self._trajectory = open_trajectory(self)
+        return self._trajectory
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -383,9 +394,14 @@ class StoredRecord:
     # -- lifetime ---------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release open handles (a zip's file); the object is unusable afterwards."""
-        self._store.close()
-        self._cache.clear()
+        """Commit the trajectory durably, release handles; the object is unusable afterwards."""
+        try:
+            if self._trajectory is not None:
+                self._trajectory.close()
+        finally:
+            self._trajectory = None
+            self._store.close()
+            self._cache.clear()
 
     def __enter__(self) -> StoredRecord:
         return self
@@ -524,8 +540,6 @@ def _trajectory_hook(declaration: Declaration) -> Any:
     """Create the trajectory section in the staged root, before it is published."""
 
     def hook(root: Path) -> None:
-        from ._trajectory import create_trajectory  # type: ignore[import-not-found,unused-ignore]
-
         record = StoredRecord(
             RecordStore(root, writable=True), read_only=False, check_sections=False
         )

@@ -19,14 +19,22 @@ import numpy.typing as npt
 
 from ..bindings.zarr._trajectory_read import TrajectoryReader
 from ..bindings.zarr._trajectory_write import TrajectoryWriter, create_trajectory_group
-from ..errors import InvalidRecord, ReadOnlyError, WriterBusy
+from ..bindings.zarr._tree import DirTree, Tree
+from ..errors import InvalidRecord, MrecdError, ReadOnlyError, WriterBusy
 from ..model import Block, Declaration, Frame
+from ._violations import Violation
 
 __all__ = ["FrameSlice", "Trajectory", "create_trajectory", "open_trajectory", "validate_trajectory"]
 
 
 def _root_of(record: Any) -> Path:
     return Path(record.path if hasattr(record, "path") else record)
+
+
+def _tree_of(record: Any) -> Tree:
+    """The record's node tree (a directory or a packed zip); a bare path is a directory."""
+    tree = getattr(record, "tree", None)
+    return tree if isinstance(tree, Tree) else DirTree(_root_of(record))
 
 
 def _sections_of(record: Any) -> tuple[dict[str, Block] | None, dict[str, Mapping[str, Block]]]:
@@ -56,6 +64,7 @@ class Trajectory(Sequence[Frame]):
         self,
         root: Path,
         *,
+        tree: Tree | None = None,
         read_only: bool,
         system: Mapping[str, Block] | None = None,
         sections: Mapping[str, Mapping[str, Block]] | None = None,
@@ -63,6 +72,7 @@ class Trajectory(Sequence[Frame]):
         molrec_version: int | None = None,
     ) -> None:
         self._root = root
+        self._tree = tree if tree is not None else DirTree(root)
         self._path = root / "trajectory"
         self._read_only = read_only
         self._system = dict(system) if system is not None else None
@@ -73,8 +83,8 @@ class Trajectory(Sequence[Frame]):
         self._writer: TrajectoryWriter | None = None
         self._lock_fd: int | None = None
         self._mutex = threading.RLock()
-        if (self._path / "zarr.json").exists():
-            self._reader = TrajectoryReader(root, system=system)
+        if self._tree.node("trajectory") is not None:
+            self._reader = TrajectoryReader(self._tree, system=system)
 
     # -- state ---------------------------------------------------------------------------------
 
@@ -109,8 +119,8 @@ class Trajectory(Sequence[Frame]):
     def refresh(self) -> int:
         """Re-read the commit marker (follow a store another process appends to). Returns ``len``."""
         with self._mutex:
-            if self._reader is None and (self._path / "zarr.json").exists():
-                self._reader = TrajectoryReader(self._root, system=self._system)
+            if self._reader is None and self._tree.node("trajectory") is not None:
+                self._reader = TrajectoryReader(self._tree, system=self._system)
             elif self._reader is not None:
                 self._reader.refresh()
             return len(self)
@@ -196,7 +206,7 @@ class Trajectory(Sequence[Frame]):
             if first is None:
                 raise InvalidRecord("no trajectory yet: append a frame or create it with a declaration")
             create_trajectory_group(self._root, Declaration.from_frames([first]))
-            self._reader = TrajectoryReader(self._root, system=self._system)
+            self._reader = TrajectoryReader(self._tree, system=self._system)
         self._lock()
         try:
             self._writer = TrajectoryWriter(
@@ -244,8 +254,8 @@ class Trajectory(Sequence[Frame]):
                 finally:
                     self._writer = None
                     self._unlock()
-                    if self._reader is not None:
-                        self._reader.refresh()
+            if self._reader is not None:
+                self._reader.close()
 
     def __enter__(self) -> Trajectory:
         return self
@@ -309,6 +319,7 @@ def open_trajectory(record: Any, *, flush_every: int | None = None) -> Trajector
     system, sections = _sections_of(record)
     return Trajectory(
         _root_of(record),
+        tree=_tree_of(record),
         read_only=bool(getattr(record, "read_only", False)),
         system=system,
         sections=sections,
@@ -330,11 +341,17 @@ def create_trajectory(record: Any, declaration: Declaration | Mapping[str, Any])
     return open_trajectory(record)
 
 
-def validate_trajectory(record: Any) -> list[tuple[str, str]]:
-    """Every rule the trajectory breaks, as ``[(array path, message)]`` (empty when clean)."""
-    system, _ = _sections_of(record)
+def validate_trajectory(record: Any) -> list[Violation]:
+    """Every rule the trajectory breaks (empty when clean), paths relative to the record root."""
     try:
-        reader = TrajectoryReader(_root_of(record), system=system)
-    except InvalidRecord as exc:
-        return [(exc.path or str(_root_of(record) / "trajectory"), exc.message)]
-    return reader.validate()
+        system, _ = _sections_of(record)
+        reader = TrajectoryReader(_tree_of(record), system=system)
+    except MrecdError as exc:
+        return [Violation.from_error(exc, path="trajectory", rule="trajectory.md")]
+    try:
+        return [
+            Violation.from_error(InvalidRecord(message, path=path), rule="trajectory.md")
+            for path, message in reader.validate()
+        ]
+    finally:
+        reader.close()

@@ -38,6 +38,7 @@ from ..model import (
     quantize,
 )
 from ._record import StoredRecord, _check_section_targets
+from ._trajectory import validate_trajectory
 from ._violations import Violation
 
 if TYPE_CHECKING:
@@ -331,13 +332,7 @@ def _check_packing(tree: ZipTree, report: _Report) -> None:
 
 
 def _check_trajectory(location: Path, report: _Report) -> None:
-    """Hand the record to the trajectory validator (issue 4), when that module exists."""
-    try:
-        from ._trajectory import validate_trajectory  # type: ignore[import-not-found,unused-ignore]
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__package__}._trajectory":
-            raise
-        return  # the trajectory side is not installed in this build: nothing to add
+    """Hand the record to the trajectory validator (trajectory.md)."""
     try:
         record = StoredRecord(
             RecordStore(location, writable=False), read_only=True, check_sections=False

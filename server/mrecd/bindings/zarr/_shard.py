@@ -34,6 +34,7 @@ from ...errors import InvalidRecord
 from ...model import DTYPE_OF_ZARR, STRING_DTYPE, ZARR_DATA_TYPE, numpy_dtype
 from ._codecs import SHARD_INDEX_CODECS
 from ._json import fsync_dir, read_json, write_json_atomic
+from ._tree import DirTree, RangeReader, Tree
 
 __all__ = ["ArrayAppender", "ArrayLayout", "ArrayReader", "ChunkCodec", "chunk_key"]
 
@@ -443,8 +444,9 @@ class ArrayAppender:
         per_shard = self.layout.chunks_per_shard
         tail_rows = length % c
         if tail_rows:  # keep the committed rows of the partial chunk in memory
-            reader = ArrayReader(self.path, document)
+            reader = ArrayReader(DirTree(self.path), "", document)
             self._tail = reader.read(length - tail_rows, length).copy()
+            reader.close()
         write_json_atomic(self.path / "zarr.json", self.layout.metadata(length, self.attributes))
         # Chunks holding committed rows stay as they are on disk, the partial tail
         # chunk included (its bytes stay valid for the committed rows until the
@@ -479,25 +481,27 @@ def _remove_tree(path: Path) -> None:
 
 
 class ArrayReader:
-    """Read rows ``[start, stop)`` of a Zarr V3 array on a local directory.
+    """Read rows ``[start, stop)`` of a Zarr V3 array in a record :class:`Tree` (directory or zip).
 
     Touches only the shard indexes and inner chunks holding those rows. Shard
-    indexes are cached; call :meth:`forget` after the array may have changed
-    (a new ``nstep``). Pipelines outside :class:`ChunkCodec` go to zarr-python.
+    indexes and the last few decoded chunks are cached, shard entries kept
+    open; call :meth:`forget` after the array may have changed (a new
+    ``nstep``). Pipelines outside :class:`ChunkCodec` go to zarr-python.
     """
 
-    def __init__(self, path: Path, metadata: dict[str, Any], *, cache_chunks: int = _CHUNK_CACHE) -> None:
-        self.path = path
+    def __init__(self, tree: Tree, key: str, metadata: dict[str, Any], *, cache_chunks: int = _CHUNK_CACHE) -> None:
+        self.tree = tree
+        self.key = key
         self.metadata = metadata
         self.cache_chunks = cache_chunks
-        self._fds: dict[int, int] = {}
+        self._ranges: dict[int, RangeReader | None] = {}
         shape = metadata.get("shape")
         if not isinstance(shape, list) or not shape:
-            raise InvalidRecord("array shape must be a non-empty list", path=str(path))
+            raise InvalidRecord("array shape must be a non-empty list", path=key)
         self.shape = tuple(int(n) for n in shape)
         zarr_type = metadata.get("data_type")
         if zarr_type not in DTYPE_OF_ZARR:
-            raise InvalidRecord(f"data_type {zarr_type!r} is not a column dtype", path=str(path))
+            raise InvalidRecord(f"data_type {zarr_type!r} is not a column dtype", path=key)
         self.dtype = DTYPE_OF_ZARR[zarr_type]
         self._index_cache: dict[int, npt.NDArray[np.uint64] | None] = {}
         self._chunk_cache: dict[int, npt.NDArray[Any]] = {}  # the last few decoded chunks
@@ -547,10 +551,11 @@ class ArrayReader:
         self.close()
 
     def close(self) -> None:
-        """Close the shard files this reader keeps open."""
-        fds, self._fds = self._fds, {}
-        for fd in fds.values():
-            os.close(fd)
+        """Release the shard entries this reader keeps open."""
+        ranges, self._ranges = self._ranges, {}
+        for r in ranges.values():
+            if r is not None:
+                r.close()
 
     def __del__(self) -> None:
         try:
@@ -562,22 +567,16 @@ class ArrayReader:
         """Inner chunk ``chunk`` decoded (cached), for readers that search inside chunks."""
         return self._chunk(chunk)
 
-    def _pread(self, shard: int, offset: int, size: int) -> bytes | None:
-        fd = self._fds.get(shard)
-        if fd is None:
-            path = self.path / chunk_key(shard, len(self.shape))
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except FileNotFoundError:
-                return None
-            self._fds[shard] = fd
-        return _pread_counted(fd, size, offset)
+    def _range(self, shard: int) -> RangeReader | None:
+        if shard not in self._ranges:
+            self._ranges[shard] = self.tree.open_range(_join(self.key, chunk_key(shard, len(self.shape))))
+        return self._ranges[shard]
 
     def read(self, start: int, stop: int) -> npt.NDArray[Any]:
         """Rows ``[start, stop)``; refuses a range past the array's shape."""
         if not 0 <= start <= stop <= self.shape[0]:
             raise InvalidRecord(
-                f"rows [{start}, {stop}) are outside the array's {self.shape[0]} rows", path=str(self.path)
+                f"rows [{start}, {stop}) are outside the array's {self.shape[0]} rows", path=self.key
             )
         if not self._fast:
             return self._read_zarr(start, stop)
@@ -602,16 +601,17 @@ class ArrayReader:
         return cached
 
     def _decode_chunk(self, chunk: int) -> npt.NDArray[Any]:
-        where = f"{self.path}[chunk {chunk}]"
+        where = f"{self.key}[chunk {chunk}]"
         if not self.sharded:
-            data = _read_file(self.path / chunk_key(chunk, len(self.shape)))
+            data = self.tree.read(_join(self.key, chunk_key(chunk, len(self.shape))))
             return self.codec.fill() if data is None else self.codec.decode(data, where=where)
         shard, inner = divmod(chunk, self.per_shard)
         index = self._shard_index(shard)
         if index is None or index[inner, 0] == _EMPTY:
             return self.codec.fill()
         offset, size = int(index[inner, 0]), int(index[inner, 1])
-        data = self._pread(shard, offset, size)
+        source = self._range(shard)
+        data = None if source is None else _pread_counted(source, offset, size)
         if data is None or len(data) != size:
             raise InvalidRecord("shard is shorter than its index says", path=where)
         return self.codec.decode(data, where=where)
@@ -619,18 +619,17 @@ class ArrayReader:
     def _shard_index(self, shard: int) -> npt.NDArray[np.uint64] | None:
         if shard in self._index_cache:
             return self._index_cache[shard]
-        path = self.path / chunk_key(shard, len(self.shape))
+        source = self._range(shard)
         nbytes = 16 * self.per_shard + 4
-        if self.index_at_start:
-            raw = self._pread(shard, 0, nbytes)
-        else:
-            size = path.stat().st_size if path.exists() else 0
-            raw = self._pread(shard, size - nbytes, nbytes) if size >= nbytes else None
+        raw = None
+        if source is not None and source.size >= nbytes:
+            start = 0 if self.index_at_start else source.size - nbytes
+            raw = _pread_counted(source, start, nbytes)
         if raw is None:
             index = None
         else:
             if len(raw) != nbytes or _crc(raw[:-4]) != raw[-4:]:
-                raise InvalidRecord("shard index checksum does not match", path=str(path))
+                raise InvalidRecord("shard index checksum does not match", path=f"{self.key}/c/{shard}")
             index = np.frombuffer(raw[:-4], dtype="<u8").reshape(self.per_shard, 2)
         self._index_cache[shard] = index
         return index
@@ -639,11 +638,15 @@ class ArrayReader:
         if self._zarr is None:
             import zarr
 
-            self._zarr = zarr.open_array(store=str(self.path), mode="r")
+            self._zarr = zarr.open_array(store=self.tree.zarr_store, path=self.key, mode="r")
         out = np.asarray(self._zarr[start:stop])
         if self.dtype == "string":
             return out.astype(STRING_DTYPE)
         return out.astype(numpy_dtype(self.dtype), copy=False)
+
+
+def _join(key: str, sub: str) -> str:
+    return f"{key}/{sub}" if key else sub
 
 
 def _standard_index(codecs: Any) -> bool:
@@ -655,13 +658,6 @@ def _standard_index(codecs: Any) -> bool:
     return first.get("name") == "bytes" and endian == "little" and second.get("name") == "crc32c"
 
 
-def _read_file(path: Path) -> bytes | None:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return None
-
-
-def _pread_counted(fd: int, size: int, offset: int) -> bytes:
+def _pread_counted(source: RangeReader, offset: int, size: int) -> bytes:
     """Every positional read of the fast path goes through here (benchmarks count bytes)."""
-    return os.pread(fd, size, offset)
+    return source.pread(offset, size)

@@ -10,7 +10,6 @@ longer arrays (an uncommitted tail) are tolerated, shorter ones refused.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
@@ -28,47 +27,44 @@ from ...model import (
     check_tag,
     loads_strict,
 )
-from ._json import read_json
 from ._shard import ArrayReader
+from ._tree import Tree, join
 
 __all__ = ["BlockReader", "TrajectoryReader", "read_group_attributes"]
 
 RESERVED_CHILDREN: Final = frozenset({"step", "time", "meta", "box"})
 
 
-def read_group_attributes(path: Path, *, kind: str = "group") -> dict[str, Any] | None:
-    """Attributes of the Zarr node at ``path`` (``None`` when it does not exist)."""
-    document = read_json(path / "zarr.json")
-    if document is None:
+def read_group_attributes(tree: Tree, key: str) -> dict[str, Any] | None:
+    """Attributes of the Zarr group at ``key`` (``None`` when there is no node)."""
+    node = tree.node(key)
+    if node is None:
         return None
-    if document.get("node_type") != kind:
-        raise InvalidRecord(f"expected a Zarr {kind}, found {document.get('node_type')!r}", path=str(path))
-    attributes = document.get("attributes", {})
-    if not isinstance(attributes, dict):
-        raise InvalidRecord("attributes must be a JSON object", path=str(path))
-    return attributes
+    if node.kind != "group":
+        raise InvalidRecord(f"expected a Zarr group, found an {node.kind}", path=key)
+    return node.attributes
 
 
-def _open_array(path: Path) -> ArrayReader | None:
-    document = read_json(path / "zarr.json")
-    if document is None:
+def _open_array(tree: Tree, key: str) -> ArrayReader | None:
+    node = tree.node(key)
+    if node is None:
         return None
-    if document.get("node_type") != "array":
-        raise InvalidRecord("expected a Zarr array", path=str(path))
-    zarr_type = document.get("data_type")
+    if node.kind != "array":
+        raise InvalidRecord("expected a Zarr array, found a group", path=key)
+    zarr_type = node.metadata.get("data_type")
     if zarr_type not in DTYPE_OF_ZARR:
         raise InvalidRecord(
             f"data_type {zarr_type!r} is not a column dtype (float32/float16 are refused, never widened;"
-            " fixed-length strings and raw bytes are not columns)",
-            path=str(path),
+            " fixed-length strings and raw bytes are not columns, frame.md §2)",
+            path=key,
         )
-    return ArrayReader(path, document)
+    return ArrayReader(tree, key, node.metadata)
 
 
-def _int_attr(value: Any, name: str, path: Path, *, positive: bool = False) -> int:
+def _int_attr(value: Any, name: str, path: str, *, positive: bool = False) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < (1 if positive else 0):
         kind = "positive" if positive else "non-negative"
-        raise InvalidRecord(f"{name} must be a {kind} integer, not {value!r}", path=str(path))
+        raise InvalidRecord(f"{name} must be a {kind} integer, not {value!r} (trajectory.md §5.4)", path=path)
     return value
 
 
@@ -84,7 +80,7 @@ class _IndexArray:
 
     def __init__(self, reader: ArrayReader, name: str) -> None:
         if reader.dtype != "u64" or len(reader.shape) != 1:
-            raise InvalidRecord(f"{name} must be u64[n]", path=str(reader.path))
+            raise InvalidRecord(f"{name} must be u64[n]", path=reader.key)
         reader.cache_chunks = _INDEX_CHUNK_CACHE
         self.reader = reader
         self.length = reader.shape[0]
@@ -128,36 +124,37 @@ class _IndexArray:
 class BlockReader:
     """One declared block's group: markers or index, columns, masks."""
 
-    def __init__(self, path: Path, name: str, spec: Any, nstep: int) -> None:
+    def __init__(self, tree: Tree, path: str, name: str, spec: Any, nstep: int) -> None:
         self.path = path
         self.name = name
         self.spec = spec
-        attributes = read_group_attributes(path) or {}
+        attributes = read_group_attributes(tree, path) or {}
+        self.markers = "uniform_rows" in attributes or "dense_updates" in attributes
         uniform = attributes.get("uniform_rows")
         dense = attributes.get("dense_updates")
         self.columns: dict[str, ArrayReader] = {}
         for column, cspec in spec.columns.items():
-            array = _open_array(path / column)
+            array = _open_array(tree, join(path, column))
             if array is None:
                 continue
             if array.dtype != cspec.dtype or array.shape[1:] != tuple(cspec.trailing):
                 raise InvalidRecord(
                     f"stored as {array.dtype}{list(array.shape[1:])}, declared"
                     f" {cspec.dtype}{list(cspec.trailing)}",
-                    path=str(path / column),
+                    path=join(path, column),
                 )
             self.columns[column] = array
         self.masks: dict[str, ArrayReader] = {}
         for column, cspec in spec.columns.items():
-            mask = _open_array(path / "_validity" / column) if cspec.nullable else None
+            mask = _open_array(tree, join(path, "_validity", column)) if cspec.nullable else None
             if mask is not None:
                 if mask.dtype != "bool" or len(mask.shape) != 1:
-                    raise InvalidRecord("a validity mask is bool[total_rows]", path=str(mask.path))
+                    raise InvalidRecord("a validity mask is bool[total_rows]", path=mask.key)
                 self.masks[column] = mask
-        step_index = _open_array(path / "step_index")
-        offset = _open_array(path / "offset")
+        step_index = _open_array(tree, join(path, "step_index"))
+        offset = _open_array(tree, join(path, "offset"))
         if (step_index is None) != (offset is None):
-            raise InvalidRecord("step_index and offset come as a pair", path=str(path))
+            raise InvalidRecord("step_index and offset come as a pair", path=path)
         self.indexed = step_index is not None and offset is not None
         self.uniform_rows = 0
         if self.indexed:  # arrays win over markers left by a crash between the two writes
@@ -170,19 +167,19 @@ class BlockReader:
             if self.n_updates and self.offset.length < self.n_updates + 1:
                 raise InvalidRecord(
                     f"offset holds {self.offset.length} entries, the logical length is {self.n_updates + 1}",
-                    path=str(path / "offset"),
+                    path=join(path, "offset"),
                 )
             self.total_rows = self.offset[self.n_updates] if self.n_updates else 0
         elif uniform is not None or dense is not None:
             if uniform is None or dense is not True:
                 raise InvalidRecord(
-                    "uniform_rows and dense_updates: true are a pair (trajectory.md §5.4)", path=str(path)
+                    "uniform_rows and dense_updates: true are a pair (trajectory.md §5.4)", path=path
                 )
             self.uniform_rows = _int_attr(uniform, "uniform_rows", path, positive=True)
             if not spec.columns:
-                raise InvalidRecord("elision markers on a block with no columns", path=str(path))
+                raise InvalidRecord("elision markers on a block with no columns", path=path)
             if len(self.columns) != len(spec.columns):
-                raise InvalidRecord("a regular block lacks a declared column array", path=str(path))
+                raise InvalidRecord("a regular block lacks a declared column array", path=path)
             shortest = min(a.shape[0] for a in self.columns.values())
             self.n_updates = min(shortest // self.uniform_rows, nstep)
             self.total_rows = self.n_updates * self.uniform_rows
@@ -197,17 +194,17 @@ class BlockReader:
         for column in self.spec.columns:
             array = self.columns.get(column)
             if array is None:
-                raise InvalidRecord(f"declared column {column!r} has no array", path=str(self.path))
+                raise InvalidRecord(f"declared column {column!r} has no array", path=self.path)
             if array.shape[0] < self.total_rows:
                 raise InvalidRecord(
                     f"holds {array.shape[0]} rows, shorter than the logical {self.total_rows}",
-                    path=str(array.path),
+                    path=array.key,
                 )
         for column, mask in self.masks.items():
             if mask.shape[0] < self.total_rows:
                 raise InvalidRecord(
                     f"mask holds {mask.shape[0]} rows, shorter than the logical {self.total_rows}",
-                    path=str(mask.path),
+                    path=mask.key,
                 )
 
     def locate(self, i: int) -> tuple[int, int, int] | None:
@@ -224,15 +221,15 @@ class BlockReader:
         for k in (j - 1, j + 1):  # the neighbours of the entry found must be strictly ordered
             if 0 <= k < self.n_updates and (self.step_index[k] < here) != (k < j):
                 raise InvalidRecord(
-                    f"step_index repeats or decreases around update {j}", path=str(self.path / "step_index")
+                    f"step_index repeats or decreases around update {j}", path=join(self.path, "step_index")
                 )
         start, stop = self.offset[j], self.offset[j + 1]
         if stop < start:
             raise InvalidRecord(
-                f"offset decreases at update {j} ({start} then {stop})", path=str(self.path / "offset")
+                f"offset decreases at update {j} ({start} then {stop})", path=join(self.path, "offset")
             )
         if stop > self.total_rows:
-            raise InvalidRecord(f"offset {stop} is past the logical {self.total_rows} rows", path=str(self.path))
+            raise InvalidRecord(f"offset {stop} is past the logical {self.total_rows} rows", path=self.path)
         return j, start, stop
 
     def rows(self, start: int, stop: int, columns: Iterable[str] | None = None) -> Block:
@@ -246,18 +243,26 @@ class BlockReader:
             built[column] = Column._trusted(values, self.spec.columns[column].dtype, validity)
         return Block._trusted(built, stop - start, self.spec.structural_shape, self.spec.targets, None)
 
+    def close(self) -> None:
+        """Release the shard entries of this block's arrays."""
+        arrays = [*self.columns.values(), *self.masks.values()]
+        if self.indexed:
+            arrays += [self.step_index.reader, self.offset.reader]
+        for array in arrays:
+            array.close()
+
     def validate(self) -> list[tuple[str, str]]:
         """Whole-array checks a resolving reader makes only locally: ``[(path, message)]``."""
         problems: list[tuple[str, str]] = []
         if self.indexed and self.n_updates:
             steps = self.step_index.all(self.n_updates)
             if len(steps) > 1 and not bool(np.all(np.diff(steps.astype(np.int64)) > 0)):
-                problems.append((str(self.path / "step_index"), "step_index repeats or decreases"))
+                problems.append((join(self.path, "step_index"), "step_index repeats or decreases (trajectory.md §5.1)"))
             offsets = self.offset.all(self.n_updates + 1).astype(np.int64)
             if offsets[0] != 0:
-                problems.append((str(self.path / "offset"), "offset[0] must be 0"))
+                problems.append((join(self.path, "offset"), "offset[0] must be 0 (trajectory.md §5.1)"))
             if len(offsets) > 1 and not bool(np.all(np.diff(offsets) >= 0)):
-                problems.append((str(self.path / "offset"), "offset is not monotonic"))
+                problems.append((join(self.path, "offset"), "offset is not monotonic (trajectory.md §5.1)"))
         return problems
 
     def counts(self) -> list[tuple[int, int]]:
@@ -282,9 +287,9 @@ class TrajectoryReader:
         The record's ``system`` blocks, to hold same-named blocks to their row count.
     """
 
-    def __init__(self, root: Path, *, system: Mapping[str, Block] | None = None) -> None:
-        self.root = root
-        self.path = root / "trajectory"
+    def __init__(self, tree: Tree, *, system: Mapping[str, Block] | None = None) -> None:
+        self.tree = tree
+        self.path = "trajectory"
         self.system = dict(system or {})
         self.refresh()
 
@@ -292,9 +297,9 @@ class TrajectoryReader:
 
     def refresh(self) -> bool:
         """Re-read the commit marker; returns whether ``nstep`` (or anything) changed."""
-        attributes = read_group_attributes(self.path)
+        attributes = read_group_attributes(self.tree, self.path)
         if attributes is None:
-            raise InvalidRecord("no trajectory group", path=str(self.path))
+            raise InvalidRecord("no trajectory group", path=self.path)
         previous = getattr(self, "_attributes", None)
         if previous == attributes:
             return False
@@ -305,6 +310,7 @@ class TrajectoryReader:
         else:
             self.declaration = self._derive_declaration()
             self.foreign = True
+        self._close_readers()
         self._blocks: dict[str, BlockReader | None] = {}
         self._dense: dict[str, ArrayReader | None] = {}
         self._box: Any = None
@@ -315,7 +321,7 @@ class TrajectoryReader:
         else:
             if self.step_progression is not None or self.time_progression is not None:
                 raise InvalidRecord(
-                    "a progression attribute without nstep is malformed (trajectory.md §3.1)", path=str(self.path)
+                    "a progression attribute without nstep is malformed (trajectory.md §3.1)", path=self.path
                 )
             step = self._dense_array("step")
             self.nstep = 0 if step is None else step.shape[0]
@@ -324,7 +330,7 @@ class TrajectoryReader:
             if self.nstep and (step is None or step.shape[0] < self.nstep):
                 raise InvalidRecord(
                     f"steps are neither a progression nor a step array of length >= nstep {self.nstep}",
-                    path=str(self.path / "step"),
+                    path=join(self.path, "step"),
                 )
         return True
 
@@ -338,37 +344,52 @@ class TrajectoryReader:
         if ok and kind is float:
             ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values())
         if not ok:
-            raise InvalidRecord(f"{name} must be {{start, stride?}} numbers", path=str(self.path))
+            raise InvalidRecord(f"{name} must be {{start, stride?}} numbers", path=self.path)
         return {k: kind(v) for k, v in value.items()}
 
     def _derive_declaration(self) -> Declaration:
         """A foreign store without sequence_schema: declare what its groups hold."""
         blocks: dict[str, Any] = {}
         meta: dict[str, Any] = {}
-        for child in sorted(p for p in self.path.iterdir() if p.is_dir()):
-            if child.name == "meta":
-                for array in sorted(p for p in child.iterdir() if (p / "zarr.json").exists()):
-                    reader = _open_array(array)
-                    tag = reader.metadata.get("attributes", {}).get("meta_dtype") if reader else None
+        for name, node in self.tree.children(self.path).items():
+            key = join(self.path, name)
+            if name == "meta":
+                for array_name, array in self.tree.children(key).items():
+                    tag = array.attributes.get("meta_dtype") if array.kind == "array" else None
                     if tag is None:
-                        raise InvalidRecord("a meta array carries meta_dtype (trajectory.md §3.3)", path=str(array))
-                    meta[array.name] = {"dtype": tag}
+                        raise InvalidRecord(
+                            "a meta array carries meta_dtype (trajectory.md §3.3)", path=join(key, array_name)
+                        )
+                    meta[array_name] = {"dtype": tag}
                 continue
-            if child.name in RESERVED_CHILDREN or read_group_attributes(child) is None:
+            if name in RESERVED_CHILDREN or node.kind != "group":
                 continue
             columns = {}
-            for array_path in sorted(child.iterdir()):
-                if array_path.name in ("step_index", "offset", "_validity"):
+            masks = self.tree.children(join(key, "_validity"))
+            for column, child in self.tree.children(key).items():
+                if column in ("step_index", "offset", "_validity") or child.kind != "array":
                     continue
-                reader = _open_array(array_path)
-                if reader is not None:
-                    columns[array_path.name] = {
-                        "dtype": reader.dtype,
-                        "trailing": list(reader.shape[1:]),
-                        "nullable": (child / "_validity" / array_path.name / "zarr.json").exists(),
-                    }
-            blocks[child.name] = {"columns": columns}
-        return Declaration.from_dict({"blocks": blocks, "meta": meta}, path=str(self.path))
+                reader = _open_array(self.tree, join(key, column))
+                assert reader is not None
+                columns[column] = {"dtype": reader.dtype, "trailing": list(reader.shape[1:]), "nullable": column in masks}
+            if columns:
+                blocks[name] = {"columns": columns}
+        return Declaration.from_dict({"blocks": blocks, "meta": meta}, path=self.path)
+
+    def _close_readers(self) -> None:
+        for reader in getattr(self, "_blocks", {}).values():
+            if reader is not None:
+                reader.close()
+        for array in getattr(self, "_dense", {}).values():
+            if array is not None:
+                array.close()
+        box = getattr(self, "_box", None)
+        if box:
+            box.close()
+
+    def close(self) -> None:
+        """Release the shard entries held open."""
+        self._close_readers()
 
     # -- parts -------------------------------------------------------------------------------
 
@@ -376,26 +397,26 @@ class TrajectoryReader:
         """The reader of declared block ``name`` (``None``: no group, absent everywhere)."""
         if name not in self._blocks:
             spec = self.declaration.blocks[name]
-            path = self.path / name
-            exists = read_group_attributes(path) is not None
-            self._blocks[name] = BlockReader(path, name, spec, self.nstep) if exists else None
+            path = join(self.path, name)
+            exists = read_group_attributes(self.tree, path) is not None
+            self._blocks[name] = BlockReader(self.tree, path, name, spec, self.nstep) if exists else None
         return self._blocks[name]
 
-    def has_array(self, key: str) -> bool:
-        """Whether the dense array ``key`` (``step``, ``time``) exists."""
-        return self._dense_array(key) is not None
+    def dense_array(self, key: str) -> ArrayReader | None:
+        """The dense array ``key`` (``step``, ``time``) when it exists."""
+        return self._dense_array(key)
 
     def _dense_array(self, key: str) -> ArrayReader | None:
         if key not in self._dense:
-            self._dense[key] = _open_array(self.path / key)
+            self._dense[key] = _open_array(self.tree, join(self.path, key))
         return self._dense[key]
 
     def meta_array(self, key: str) -> ArrayReader:
         """``meta/<key>``, checked against its ``meta_dtype`` and the declaration."""
         name = f"meta/{key}"
         if name not in self._dense:
-            array = _open_array(self.path / "meta" / key)
-            where = str(self.path / "meta" / key)
+            where = join(self.path, "meta", key)
+            array = _open_array(self.tree, where)
             if array is None:
                 raise InvalidRecord("declared meta key has no array", path=where)
             tag = array.metadata.get("attributes", {}).get("meta_dtype")
@@ -440,7 +461,7 @@ class TrajectoryReader:
         if time is None:
             return None
         if time.shape[0] < self.nstep:
-            raise InvalidRecord(f"holds {time.shape[0]} times, nstep is {self.nstep}", path=str(time.path))
+            raise InvalidRecord(f"holds {time.shape[0]} times, nstep is {self.nstep}", path=time.key)
         return float(time.read(i, i + 1)[0])
 
     def meta_at(self, i: int) -> tuple[dict[str, Any], dict[str, str]]:
@@ -460,8 +481,9 @@ class TrajectoryReader:
 
     def _box_reader(self) -> _BoxReader | None:
         if self._box is None:
-            attributes = read_group_attributes(self.path / "box")
-            self._box = False if attributes is None else _BoxReader(self.path / "box", attributes, self.nstep)
+            key = join(self.path, "box")
+            attributes = read_group_attributes(self.tree, key)
+            self._box = False if attributes is None else _BoxReader(self.tree, key, attributes, self.nstep)
         return self._box or None
 
     # -- frames ------------------------------------------------------------------------------
@@ -478,7 +500,7 @@ class TrajectoryReader:
         names = list(self.declaration.blocks) if blocks is None else list(blocks)
         unknown = set(names) - set(self.declaration.blocks)
         if unknown:
-            raise InvalidRecord(f"blocks {sorted(unknown)} are not declared", path=str(self.path))
+            raise InvalidRecord(f"blocks {sorted(unknown)} are not declared", path=self.path)
         wanted = None if columns is None else set(columns)
         located = {}
         for name in names:
@@ -497,7 +519,7 @@ class TrajectoryReader:
             if system is not None and stop - start != system.count:
                 raise InvalidRecord(
                     f"frame {i}: {stop - start} rows but system/{name} has {system.count} (trajectory.md §1.5)",
-                    path=str(self.path / name),
+                    path=join(self.path, name),
                 )
             target = self.declaration.blocks[name].aligned_with
             if target is None:
@@ -510,14 +532,14 @@ class TrajectoryReader:
                 if where is None:
                     raise InvalidRecord(
                         f"frame {i}: aligned block present while its target {target!r} is absent",
-                        path=str(self.path / name),
+                        path=join(self.path, name),
                     )
                 target_rows = where[2] - where[1]
             if target_rows != stop - start:
                 raise InvalidRecord(
                     f"frame {i}: aligned block has {stop - start} rows, its target {target!r} has"
                     f" {target_rows} (trajectory.md §7.2)",
-                    path=str(self.path / name),
+                    path=join(self.path, name),
                 )
 
     # -- whole series ------------------------------------------------------------------------
@@ -542,7 +564,7 @@ class TrajectoryReader:
     def series(self, key: str, start: int = 0, stop: int | None = None) -> npt.NDArray[Any]:
         """Values of per-step key ``key`` over frames ``[start, stop)`` as stored."""
         if key not in self.declaration.meta:
-            raise InvalidRecord(f"meta key {key!r} is not declared", path=str(self.path / "meta"))
+            raise InvalidRecord(f"meta key {key!r} is not declared", path=join(self.path, "meta"))
         stop = self.nstep if stop is None else min(stop, self.nstep)
         return self.meta_array(key).read(max(0, start), max(start, stop))
 
@@ -556,7 +578,7 @@ class TrajectoryReader:
             try:
                 reader = self.block(name)
             except InvalidRecord as exc:
-                problems.append((exc.path or str(self.path / name), exc.message))
+                problems.append((exc.path or join(self.path, name), exc.message))
                 continue
             if reader is not None:
                 readers[name] = reader
@@ -565,7 +587,7 @@ class TrajectoryReader:
             try:
                 self.meta_array(key)
             except InvalidRecord as exc:
-                problems.append((exc.path or str(self.path / "meta" / key), exc.message))
+                problems.append((exc.path or join(self.path, "meta", key), exc.message))
         if not problems:
             problems.extend(self._validate_alignment(readers))
             problems.extend(self._validate_precision(readers))
@@ -579,7 +601,7 @@ class TrajectoryReader:
             if aligned is not None and system is not None:
                 for ordinal, count in aligned.counts():
                     if count != system.count:
-                        problems.append((str(aligned.path), f"update at ordinal {ordinal} has {count} rows, system/{name} has {system.count}"))
+                        problems.append((aligned.path, f"update at ordinal {ordinal} has {count} rows, system/{name} has {system.count} (trajectory.md §1.5)"))
             if spec.aligned_with is None or aligned is None:
                 continue
             ordinals = {o for o, _ in aligned.counts()}
@@ -590,7 +612,7 @@ class TrajectoryReader:
                 try:
                     self._check_alignment(ordinal, {name: (aligned, w)} if (w := aligned.locate(ordinal)) else {}, [name])
                 except InvalidRecord as exc:
-                    problems.append((exc.path or str(aligned.path), exc.message))
+                    problems.append((exc.path or aligned.path, exc.message))
         return problems
 
     def _validate_precision(self, readers: Mapping[str, BlockReader]) -> list[tuple[str, str]]:
@@ -607,7 +629,7 @@ class TrajectoryReader:
                     values = values[mask.read(0, reader.total_rows)]
                 if not on_grid(values, cspec.precision):
                     problems.append(
-                        (str(reader.columns[column].path), f"values off the grid of the declared precision {cspec.precision}")
+                        (reader.columns[column].key, f"values off the grid of the declared precision {cspec.precision} (frame.md §7.2)")
                     )
         return problems
 
@@ -615,12 +637,12 @@ class TrajectoryReader:
 class _BoxReader:
     """``trajectory/box``: a fixed attribute cell, or update arrays."""
 
-    def __init__(self, path: Path, attributes: dict[str, Any], nstep: int) -> None:
+    def __init__(self, tree: Tree, path: str, attributes: dict[str, Any], nstep: int) -> None:
         self.path = path
         self.cell_defined = attributes.get("cell_defined", True)
         if not isinstance(self.cell_defined, bool):
-            raise InvalidRecord("cell_defined must be a boolean", path=str(path))
-        self.vectors = _open_array(path / "vectors")
+            raise InvalidRecord("cell_defined must be a boolean", path=path)
+        self.vectors = _open_array(tree, join(path, "vectors"))
         if self.vectors is None:
             if "vectors" not in attributes:
                 self.fixed: Box | None = None
@@ -630,21 +652,29 @@ class _BoxReader:
                     origin=attributes.get("origin"),
                     boundary=attributes.get("boundary"),
                     cell_defined=self.cell_defined,
-                    path=str(path),
+                    path=path,
                 )
             return
         self.fixed = None
-        step_index = _open_array(path / "step_index")
+        step_index = _open_array(tree, join(path, "step_index"))
         self.step_index = None if step_index is None else _IndexArray(step_index, "step_index")
-        self.origin = _open_array(path / "origin")
-        self.boundary = _open_array(path / "boundary")
+        self.origin = _open_array(tree, join(path, "origin"))
+        self.boundary = _open_array(tree, join(path, "boundary"))
         if self.step_index is None:
             self.n_updates = min(1, self.vectors.shape[0])  # a trivial index [0] may be omitted
         else:
             self.n_updates = self.step_index.count_below(nstep, self.step_index.length)
         for array in (self.vectors, self.origin, self.boundary):
             if array is not None and array.shape[0] < self.n_updates:
-                raise InvalidRecord(f"holds {array.shape[0]} cell updates, need {self.n_updates}", path=str(array.path))
+                raise InvalidRecord(f"holds {array.shape[0]} cell updates, need {self.n_updates}", path=array.key)
+
+    def close(self) -> None:
+        """Release the shard entries of the cell arrays."""
+        if self.vectors is None:
+            return
+        for array in (self.vectors, self.origin, self.boundary, self.step_index and self.step_index.reader):
+            if array:
+                array.close()
 
     def at(self, i: int) -> Box | None:
         if self.vectors is None:
@@ -662,7 +692,7 @@ class _BoxReader:
             origin=origin,
             boundary=boundary,
             cell_defined=self.cell_defined,
-            path=str(self.path),
+            path=self.path,
         )
 
 

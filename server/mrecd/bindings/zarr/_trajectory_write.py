@@ -50,9 +50,10 @@ from ._extents import (
     flush_every,
     row_bytes,
 )
-from ._json import fsync_dir, read_json, write_json_atomic
+from ._json import write_json_atomic
 from ._shard import ArrayAppender, ArrayCommit, ArrayLayout
-from ._trajectory_read import TrajectoryReader, read_group_attributes
+from ._trajectory_read import TrajectoryReader
+from ._tree import DirTree
 
 __all__ = ["TrajectoryWriter", "create_trajectory_group"]
 
@@ -175,8 +176,7 @@ class _BlockWriter:
             self.offset = ArrayAppender(
                 self.path / "offset", _layout_of(block.offset.reader.metadata), length=self.n_updates + 1
             )
-        markers_on_disk = (read_group_attributes(self.path) or {}).get("uniform_rows") is not None
-        if block.indexed and markers_on_disk:
+        if block.indexed and block.markers:
             self.attributes_dirty = True  # a crash left markers beside the index: drop them now
 
     # -- updates -----------------------------------------------------------------------------
@@ -445,7 +445,7 @@ class TrajectoryWriter:
     ) -> None:
         self.root = root
         self.path = root / "trajectory"
-        reader = TrajectoryReader(root, system=system)
+        reader = TrajectoryReader(DirTree(root), system=system)
         if reader.foreign:
             raise ReadOnlyError("a trajectory without sequence_schema (foreign writer) is read, not appended to")
         self.declaration = reader.declaration
@@ -463,7 +463,10 @@ class TrajectoryWriter:
         self._helper: ThreadPoolExecutor | None = None
         self._inflight: list[Future[None]] = []
         self._failure: BaseException | None = None
-        self._reopen(reader)
+        try:
+            self._reopen(reader)
+        finally:
+            reader.close()
 
     # -- reopening ---------------------------------------------------------------------------
 
@@ -500,10 +503,9 @@ class TrajectoryWriter:
                 series.count = n
                 series.start = progression["start"]
                 series.stride = progression.get("stride")
-            elif reader.has_array(name):
+            elif (array := reader.dense_array(name)) is not None:
                 series.count = n
-                document = read_json(self.path / name / "zarr.json") or {}
-                series.array = ArrayAppender(self.path / name, _layout_of(document), length=n)
+                series.array = ArrayAppender(self.path / name, _layout_of(array.metadata), length=n)
             # else: a run without times keeps none
 
     # -- appending ---------------------------------------------------------------------------

@@ -11,6 +11,8 @@ Paths are ``/``-separated and relative to the record root; ``""`` is the root.
 
 from __future__ import annotations
 
+import os
+import struct
 import zipfile
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
@@ -24,7 +26,7 @@ from zarr.storage import LocalStore, ZipStore
 from ...errors import InvalidRecord, NotFound
 from ...model import loads_strict
 
-__all__ = ["DirTree", "Node", "Tree", "ZipTree", "join", "open_tree"]
+__all__ = ["DirTree", "Node", "RangeReader", "Tree", "ZipTree", "join", "open_tree"]
 
 NodeKind = Literal["group", "array"]
 
@@ -77,6 +79,42 @@ def _parse_node(path: str, raw: bytes) -> Node:
     return Node(path, kind, dict(doc))
 
 
+class RangeReader:
+    """Positional reads of one entry (a file, or a stored member of a zip) from an open descriptor.
+
+    ``pread`` is thread-safe (``os.pread``); :meth:`close` releases a descriptor
+    the reader owns.
+    """
+
+    def __init__(self, fd: int, start: int, size: int, *, owns: bool) -> None:
+        self._fd = fd
+        self._start = start
+        self.size = size
+        self._owns = owns
+
+    def pread(self, offset: int, size: int) -> bytes:
+        """Up to ``size`` bytes at ``offset`` of the entry (fewer at its end)."""
+        size = max(0, min(size, self.size - offset))
+        return os.pread(self._fd, size, self._start + offset) if size else b""
+
+    def close(self) -> None:
+        """Close the descriptor when this reader opened it."""
+        if self._owns and self._fd >= 0:
+            os.close(self._fd)
+        self._fd = -1
+
+
+class _BytesRange(RangeReader):
+    """A member that is not stored raw: read whole once, then sliced."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(-1, 0, len(data), owns=False)
+        self._data = data
+
+    def pread(self, offset: int, size: int) -> bytes:
+        return self._data[offset : offset + size]
+
+
 class Tree(ABC):
     """The entries of one record, read-only. Subclasses: :class:`DirTree`, :class:`ZipTree`."""
 
@@ -90,6 +128,10 @@ class Tree(ABC):
     @abstractmethod
     def entries(self, path: str) -> tuple[list[str], list[str]]:
         """``(sub-directories, files)`` directly under ``path``, each sorted."""
+
+    @abstractmethod
+    def open_range(self, key: str) -> RangeReader | None:
+        """A positional reader of entry ``key`` (``None`` when missing): reads touch only their bytes."""
 
     @property
     @abstractmethod
@@ -127,6 +169,13 @@ class DirTree(Tree):
         except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
             return None
 
+    def open_range(self, key: str) -> RangeReader | None:
+        try:
+            fd = os.open(self.location / key, os.O_RDONLY)
+        except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+            return None
+        return RangeReader(fd, 0, os.fstat(fd).st_size, owns=True)
+
     def entries(self, path: str) -> tuple[list[str], list[str]]:
         dirs: list[str] = []
         files: list[str] = []
@@ -161,6 +210,7 @@ class ZipTree(Tree):
             if not name.endswith("/"):  # a packer writes no directory entries; tolerate them
                 self._index(name)
         self._store: ZipStore | None = None
+        self._fd: int | None = None  # one descriptor shared by every member's RangeReader
 
     def _index(self, name: str) -> None:
         self._files.add(name)
@@ -177,6 +227,22 @@ class ZipTree(Tree):
         if key not in self._files:
             return None
         return self._zip.read(key)
+
+    def open_range(self, key: str) -> RangeReader | None:
+        """A stored member is a contiguous range of the archive: read it in place."""
+        if key not in self._files:
+            return None
+        info = self._zip.getinfo(key)
+        if info.compress_type != zipfile.ZIP_STORED:
+            return _BytesRange(self._zip.read(key))
+        if self._fd is None:
+            self._fd = os.open(self.location, os.O_RDONLY)
+        header = os.pread(self._fd, 30, info.header_offset)
+        if len(header) != 30 or header[:4] != b"PK\x03\x04":
+            raise InvalidRecord("corrupt local header in the zip archive", path=key)
+        name_length, extra_length = struct.unpack_from("<HH", header, 26)
+        start = info.header_offset + 30 + name_length + extra_length
+        return RangeReader(self._fd, start, info.file_size, owns=False)
 
     def entries(self, path: str) -> tuple[list[str], list[str]]:
         dirs, files = self._dirs.get(path, (set(), set()))
@@ -201,6 +267,9 @@ class ZipTree(Tree):
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
         self._zip.close()
 
 
