@@ -73,11 +73,8 @@ _KIND_SIZE: Final[dict[tuple[str, int], str]] = {
 #: Canonical column keys and their one dtype (conventions.md §2). Always ``<dtype>[N]``.
 CANONICAL: Final[dict[str, str]] = {
     **dict.fromkeys(("x", "y", "z", "vx", "vy", "vz", "fx", "fy", "fz", "charge", "mass"), "f64"),
-    **dict.fromkeys(
-        ("quatw", "quati", "quatj", "quatk", "mux", "muy", "muz")
-        + ("axis_x", "axis_y", "axis_z", "occupancy", "b_factor"),
-        "f64",
-    ),
+    **dict.fromkeys(("quatw", "quati", "quatj", "quatk", "mux", "muy", "muz"), "f64"),
+    **dict.fromkeys(("axis_x", "axis_y", "axis_z", "occupancy", "b_factor"), "f64"),
     **dict.fromkeys(("id", "atomic_number", "type_id", "mol_id", "res_id", "atom_map"), "u64"),
     **dict.fromkeys(
         ("atomi", "atomj", "atomk", "atoml", "atomm", "ibead", "bond_type", "bond_number"), "u64"
