@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -9,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidRecord
-from ._dtypes import STRING_DTYPE, as_column_array, check_dtype_name, numpy_dtype
+from ._dtypes import as_column_array, check_dtype_name, numpy_dtype
 from ._precision import check_precision, quantize
 from ._typed import decode_element, encode_element
 
@@ -264,7 +265,8 @@ def _values_to_json(dtype: str, values: npt.NDArray[Any]) -> Any:
     if dtype == "f64" and bool(np.isfinite(values).all()):
         return values.tolist()
     if dtype in ("i8", "i16", "i32", "u8", "u16", "u32") or (
-        dtype in ("i64", "u64") and (values.size == 0 or int(np.abs(values).max()) <= 2**53)
+        dtype in ("i64", "u64")
+        and (values.size == 0 or (int(values.min()) >= -(2**53) and int(values.max()) <= 2**53))
     ):
         return values.tolist()
     flat = [encode_element(dtype, v) for v in values.ravel().tolist()]
@@ -275,28 +277,47 @@ def _values_from_json(
     dtype: str, raw: Any, shape: tuple[int, ...], path: str | None
 ) -> npt.NDArray[Any]:
     target = numpy_dtype(dtype)
-    size = int(np.prod(shape))
-    if raw is None:
-        return (
-            np.zeros(shape, dtype=target)
-            if dtype != "string"
-            else np.full(shape, "", dtype=STRING_DTYPE)
-        )
-    flat: list[Any] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, list) and not (dtype in ("c64", "c128") and _is_pair(node)):
-            for item in node:
-                walk(item)
-        else:
-            flat.append(decode_element(dtype, node, path=path))
-
-    walk(raw)
-    if len(flat) != size:
-        raise InvalidRecord(
-            f"{len(flat)} values do not fill shape {list(shape)} ({size} elements)", path=path
-        )
+    if raw is None:  # absent values: the fill value, as a read-only view (no allocation)
+        fill = np.array("" if dtype == "string" else 0, dtype=target)
+        return np.broadcast_to(fill, shape)
+    if not isinstance(raw, list):
+        raise InvalidRecord("column values are a JSON array", path=path)
+    items = _flat_items(dtype, raw, shape, path)
+    flat = [decode_element(dtype, v, path=path) for v in items]
     return np.array(flat, dtype=target).reshape(shape)
+
+
+def _flat_items(dtype: str, raw: list[Any], shape: tuple[int, ...], path: str | None) -> list[Any]:
+    """The elements of ``raw`` in C order: flat (``prod(shape)`` items) or nested as ``shape``."""
+    pairs = dtype in ("c64", "c128")  # a complex element is itself a [re, im] list
+
+    def is_leaf(node: Any) -> bool:
+        return not isinstance(node, list) or (pairs and _is_pair(node))
+
+    size = math.prod(shape)
+    if all(is_leaf(v) for v in raw):
+        if len(raw) != size:
+            raise InvalidRecord(
+                f"{len(raw)} values do not fill shape {list(shape)} ({size} elements)", path=path
+            )
+        return raw
+    items: list[Any] = []
+
+    def walk(node: Any, depth: int) -> None:
+        if depth == len(shape):
+            if not is_leaf(node):
+                raise InvalidRecord(f"values nest deeper than shape {list(shape)}", path=path)
+            items.append(node)
+            return
+        if not isinstance(node, list) or len(node) != shape[depth]:
+            raise InvalidRecord(
+                f"nested values do not match shape {list(shape)} at axis {depth}", path=path
+            )
+        for item in node:
+            walk(item, depth + 1)
+
+    walk(raw, 0)
+    return items
 
 
 def _is_pair(node: list[Any]) -> bool:

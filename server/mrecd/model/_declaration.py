@@ -13,13 +13,17 @@ declaration, so the Zarr writer and the LMDB writer refuse the same frames.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Self
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
     PrivateAttr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
     ValidationError,
     model_serializer,
     model_validator,
@@ -63,19 +67,53 @@ def _invalid(exc: ValidationError, path: str | None) -> InvalidRecord:
     return InvalidRecord(message, path=where)
 
 
-class ColumnSpec(BaseModel):
-    """One declared column: ``{dtype, trailing, nullable?, precision?}``."""
+class _Spec(BaseModel):
+    """A part of the declaration: strict JSON in, :class:`InvalidRecord` on bad input.
+
+    Fields are strict (``"yes"`` is not ``true``, ``"3"`` is not ``3``): the
+    declaration is pinned JSON, and a lax reading would pin something the
+    producer did not write.
+    """
 
     model_config = _FROZEN
 
-    dtype: str = Field(
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _invalid(exc, None) from None
+
+    @classmethod
+    def from_dict(cls, data: Any, *, path: str | None = None) -> Self:
+        """Read the JSON form, raising :class:`InvalidRecord` naming the field."""
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, Mapping):
+            raise InvalidRecord(f"a {cls.__name__} is a JSON object", path=path)
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as exc:
+            raise _invalid(exc, path) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec's JSON, optional keys only when set."""
+        out: dict[str, Any] = self.model_dump()
+        return out
+
+
+class ColumnSpec(_Spec):
+    """One declared column: ``{dtype, trailing, nullable?, precision?}``."""
+
+    dtype: StrictStr = Field(
         description="One of the thirteen column dtypes.", json_schema_extra={"enum": list(DTYPES)}
     )
-    trailing: tuple[int, ...] = Field(
+    trailing: tuple[StrictInt, ...] = Field(
         default=(), description="Per-row shape after the leading axis."
     )
-    nullable: bool = Field(default=False, description="Written only when true.")
-    precision: float | None = Field(default=None, description="Declared precision; f64 only.")
+    nullable: StrictBool = Field(default=False, description="Written only when true.")
+    precision: StrictFloat | StrictInt | None = Field(
+        default=None, description="Declared precision; f64 only."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ColumnSpec:
@@ -101,15 +139,13 @@ class ColumnSpec(BaseModel):
         return out
 
 
-class BlockSpec(BaseModel):
+class BlockSpec(_Spec):
     """One declared block: ``{columns, structural_shape?, targets?, aligned_with?}``."""
 
-    model_config = _FROZEN
-
-    columns: dict[str, ColumnSpec] = Field(default_factory=dict)
-    structural_shape: tuple[int, ...] | None = None
-    targets: dict[str, str] | None = None
-    aligned_with: str | None = None
+    columns: dict[StrictStr, ColumnSpec] = Field(default_factory=dict)
+    structural_shape: tuple[StrictInt, ...] | None = None
+    targets: dict[StrictStr, StrictStr] | None = None
+    aligned_with: StrictStr | None = None
 
     @model_validator(mode="after")
     def _check(self) -> BlockSpec:
@@ -179,7 +215,7 @@ class BlockSpec(BaseModel):
         )
 
 
-class MetaSpec(BaseModel):
+class MetaSpec(_Spec):
     """One declared per-step meta key: ``{dtype, fill?}``.
 
     ``fill`` absent declares no fill; a present ``fill`` is a value of the tag
@@ -187,9 +223,7 @@ class MetaSpec(BaseModel):
     document ``null`` and valid only under ``json``.
     """
 
-    model_config = _FROZEN
-
-    dtype: str = Field(
+    dtype: StrictStr = Field(
         description="One of the sixteen meta tags.", json_schema_extra={"enum": list(META_TAGS)}
     )
     fill: Any = Field(
@@ -229,7 +263,7 @@ class MetaSpec(BaseModel):
         return out
 
 
-class Declaration(BaseModel):
+class Declaration(_Spec):
     """The pinned ``sequence_schema``: declared blocks and per-step meta keys.
 
     Refuses at declaration: reserved block or column names, dtypes outside
@@ -238,10 +272,8 @@ class Declaration(BaseModel):
     with ``structural_shape``, sharing a column name), a fill not of its tag.
     """
 
-    model_config = _FROZEN
-
-    blocks: dict[str, BlockSpec] = Field(default_factory=dict)
-    meta: dict[str, MetaSpec] = Field(default_factory=dict)
+    blocks: dict[StrictStr, BlockSpec] = Field(default_factory=dict)
+    meta: dict[StrictStr, MetaSpec] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self) -> Declaration:
@@ -306,16 +338,9 @@ class Declaration(BaseModel):
     # -- construction ---------------------------------------------------------------------
 
     @classmethod
-    def from_dict(cls, data: Any, *, path: str | None = "sequence_schema") -> Declaration:
-        """Read the JSON form, raising :class:`InvalidRecord` naming the field."""
-        if isinstance(data, Declaration):
-            return data
-        if not isinstance(data, Mapping):
-            raise InvalidRecord("sequence_schema is a JSON object {blocks, meta}", path=path)
-        try:
-            return cls.model_validate(dict(data))
-        except ValidationError as exc:
-            raise _invalid(exc, path) from None
+    def from_dict(cls, data: Any, *, path: str | None = "sequence_schema") -> Self:
+        """Read ``{blocks, meta}``, raising :class:`InvalidRecord` naming the field."""
+        return super().from_dict(data, path=path)
 
     def to_dict(self) -> dict[str, Any]:
         """The spec's JSON: ``{"blocks": {...}, "meta": {...}}`` with omit-when-default keys."""

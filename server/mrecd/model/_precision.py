@@ -41,6 +41,17 @@ def check_precision(precision: object, *, path: str | None = None) -> float:
     return p
 
 
+def _reals(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """``values`` as float64, refusing anything that is not a real or integer array."""
+    try:
+        x = np.asarray(values)
+    except (ValueError, TypeError) as exc:
+        raise InvalidRecord(f"values are not a rectangular array: {exc}") from None
+    if x.dtype.kind not in "iuf":
+        raise InvalidRecord(f"precision applies to real values, not {x.dtype}")
+    return x.astype(np.float64, copy=False)
+
+
 def quantum(precision: float) -> float:
     """The quantum of precision ``p``: ``2^(e-1)`` where ``p = m * 2^e``, ``0.5 <= m < 1``.
 
@@ -58,7 +69,7 @@ def quantize(values: npt.ArrayLike, precision: float) -> npt.NDArray[np.float64]
     of a small negative value survives as ``-0.0``.
     """
     q = quantum(precision)
-    x = np.asarray(values, dtype=np.float64)
+    x = _reals(values)
     with np.errstate(over="ignore", invalid="ignore"):
         rounded = np.round(x / q) * q
         # NaN/inf fail the comparison, so they keep x along with the huge values.
@@ -67,6 +78,6 @@ def quantize(values: npt.ArrayLike, precision: float) -> npt.NDArray[np.float64]
 
 def on_grid(values: npt.ArrayLike, precision: float) -> bool:
     """Whether every value is what :func:`quantize` stores (what a validator checks)."""
-    x = np.asarray(values, dtype=np.float64)
+    x = _reals(values)
     stored: Any = quantize(x, precision)
     return bool(np.array_equal(stored.view(np.uint64), x.view(np.uint64)))
