@@ -300,7 +300,7 @@ class Frame(Mapping[str, Block]):
                 " (frame.md §5.2)",
                 path=path,
             )
-        raw_blocks = data.get("blocks") or {}
+        raw_blocks = data.get("blocks", {})
         if not isinstance(raw_blocks, Mapping):
             raise InvalidRecord("frame blocks is an object {name: block}", path=path)
         blocks = {}
@@ -308,8 +308,9 @@ class Frame(Mapping[str, Block]):
             if name == "box":
                 raise InvalidRecord("'box' cannot name a block (frame.md §5)", path=path)
             blocks[name] = Block.from_dict(raw, path=f"{path}/{name}" if path else name)
+        raw_tags = data.get("meta_types")
         meta, tags = decode_meta_document(
-            data.get("meta") or {}, data.get("meta_types") or meta_types or {}, path=path
+            data.get("meta", {}), (meta_types or {}) if raw_tags is None else raw_tags, path=path
         )
         step = data.get("step")
         time = data.get("time")
