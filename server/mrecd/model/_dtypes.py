@@ -196,6 +196,8 @@ def as_column_array(
     target = _NUMPY[dtype]
     if array.dtype == target:
         return array, dtype
+    if array.size == 0 and not isinstance(values, np.ndarray):  # [] is any dtype's empty list
+        return np.empty(array.shape, dtype=target), dtype
     if dtype == "string" or array.dtype.kind in "TUO":
         if dtype != "string" or dtype_of(array, path=path) != "string":
             raise InvalidRecord(
