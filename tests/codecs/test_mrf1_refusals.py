@@ -1,4 +1,4 @@
-"""Decoder refusals: each malformed value raises FrameBytesError, and nothing else (lmdb.md §6.2)."""
+"""Decoder refusals: each malformed value raises FrameBytesError only (lmdb.md §6.2)."""
 
 from __future__ import annotations
 

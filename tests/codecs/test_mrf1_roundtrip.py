@@ -287,3 +287,25 @@ def _header(data: bytes) -> dict[str, Any]:
     (length,) = struct.unpack_from("<I", data, 4)
     out: dict[str, Any] = json.loads(data[8 : 8 + length])
     return out
+
+
+def test_decoded_string_columns_behave_as_arrays() -> None:
+    frame = Frame(
+        {"a": {"s": Column([["a", "b"], ["c", ""]], validity=[True, False]), "n": [1, 2]}}
+    )
+    back = mrecd.decode_frame(mrecd.encode_frame(frame))
+    column = back["a"]["s"]
+    assert column.shape == (2, 2) and len(column) == 2 and column.trailing == (2,)
+    assert column.rows(0, 1).values.tolist() == [["a", "b"]]
+    assert column.values.dtype == STRING_DTYPE
+    assert column.values.tolist() == [["a", "b"], ["c", ""]]
+    assert column.same_values(frame["a"]["s"]) and back == frame
+    with pytest.raises(ValueError, match="read-only"):
+        column.values[0, 0] = "z"
+
+
+def test_a_string_column_under_a_canonical_real_key_is_refused() -> None:
+    data = mrecd.encode_frame(Frame({"a": {"xx": ["C", "O"]}}))
+    renamed = data.replace(b'"xx"', b'"x" ')  # same header length: JSON allows the space
+    with pytest.raises(mrecd.FrameBytesError, match="canonical key 'x' must be f64, not string"):
+        mrecd.decode_frame(renamed)

@@ -61,7 +61,7 @@ def sample(dtype: str, rows: int = 3) -> np.ndarray:
 def test_the_dtype_set_is_the_thirteen_of_the_spec() -> None:
     assert set(DTYPES) == set(NUMPY_OF) | {"string"}
     assert len(DTYPES) == 13
-    assert DTYPE_OF_ZARR == {v: k for k, v in ZARR_DATA_TYPE.items()}
+    assert {v: k for k, v in ZARR_DATA_TYPE.items()} == DTYPE_OF_ZARR
 
 
 @pytest.mark.parametrize("dtype", sorted(NUMPY_OF))
@@ -339,7 +339,7 @@ def test_columns_of_a_block_must_agree_with_its_count() -> None:
         Block({"a": np.zeros(3), "b": np.zeros(4)})
     with pytest.raises(mrecd.InvalidRecord, match="count 2"):
         Block({"a": np.zeros(3)}, count=2)
-    with pytest.raises(mrecd.InvalidRecord, match="row count|count"):
+    with pytest.raises(mrecd.InvalidRecord, match=r"row count|count"):
         Block.from_dict({"count": 3, "columns": {"a": {"dtype": "f64", "shape": [2]}}})
 
 

@@ -1,4 +1,4 @@
-"""The pinned declaration (sequence_schema) and Declaration.conform (trajectory.md §3.3, §5, §8, §9)."""
+"""The pinned declaration (sequence_schema) and Declaration.conform (trajectory.md §3.3-§9)."""
 
 from __future__ import annotations
 
@@ -159,14 +159,14 @@ def test_absent_fill_is_no_fill() -> None:
 
 @pytest.mark.parametrize("name", sorted(RESERVED_BLOCK_NAMES))
 def test_reserved_block_names_are_refused(name: str) -> None:
-    assert RESERVED_BLOCK_NAMES == {"step", "time", "meta", "box"}
+    assert {"step", "time", "meta", "box"} == RESERVED_BLOCK_NAMES
     error = refused({"blocks": {name: {"columns": {}}}}, "reserved")
     assert error.path == f"sequence_schema.blocks.{name}"
 
 
 @pytest.mark.parametrize("name", sorted(RESERVED_COLUMN_NAMES))
 def test_reserved_column_names_are_refused(name: str) -> None:
-    assert RESERVED_COLUMN_NAMES == {"offset", "step_index", "_validity"}
+    assert {"offset", "step_index", "_validity"} == RESERVED_COLUMN_NAMES
     error = refused({"blocks": {"atoms": {"columns": {name: col("u64")}}}}, "reserved")
     assert error.path is not None and error.path.endswith(f"columns.{name}")
 

@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SCHEMA, load_json, schema_cases
 
 import mrecd
+from conftest import SCHEMA, load_json, schema_cases
 from mrecd.model import (
     Block,
     Box,

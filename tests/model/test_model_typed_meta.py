@@ -305,7 +305,7 @@ def test_an_integer_inferred_f64_becomes_a_real() -> None:
 def test_a_stale_tag_is_ignored_and_a_bad_tagged_value_refused() -> None:
     values, tags = decode_meta_document({"x": 1.0}, {"x": "f64", "gone": "i32"})
     assert tags == {"x": "f64"} and values == {"x": 1.0}
-    with pytest.raises(mrecd.InvalidRecord, match="meta.x"):
+    with pytest.raises(mrecd.InvalidRecord, match=r"meta\.x"):
         decode_meta_document({"x": "abc"}, {"x": "f64"})
 
 
@@ -341,7 +341,7 @@ def test_every_tag_round_trips_through_the_frame_json_form(tag: str) -> None:
     back = Frame.from_dict(data)
     assert back.meta_types == {"k": tag}
     assert back == frame
-    element, width = TAG_LAYOUT[tag]
+    _, width = TAG_LAYOUT[tag]
     held = back.meta["k"]
     if width is not None:
         assert isinstance(held, tuple) and len(held) == width

@@ -10,7 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import InvalidRecord
-from ._dtypes import as_column_array, check_dtype_name, numpy_dtype
+from ._dtypes import STRING_DTYPE, as_column_array, check_dtype_name, numpy_dtype
 from ._precision import check_precision, quantize
 from ._typed import decode_element, encode_element
 
@@ -63,9 +63,10 @@ class Column:
     The column is immutable: ``values`` and ``validity`` are read-only views.
     """
 
-    __slots__ = ("_dtype", "_precision", "_validity", "_values")
+    __slots__ = ("_dtype", "_pending", "_precision", "_validity", "_values")
 
-    _values: npt.NDArray[Any]
+    _values: npt.NDArray[Any] | None
+    _pending: tuple[list[str], tuple[int, ...]] | None
     _dtype: str
     _validity: npt.NDArray[np.bool_] | None
     _precision: float | None
@@ -89,6 +90,7 @@ class Column:
                 )
             array = quantize(array, precision)
         self._values = _readonly(array)
+        self._pending = None
         self._dtype = name
         self._validity = _mask(validity, array.shape[0], path)
         self._precision = precision
@@ -104,17 +106,47 @@ class Column:
         """Wrap arrays a decoder has already checked (dtype, shape, mask), skipping validation."""
         column = object.__new__(cls)
         column._values = _readonly(values)
+        column._pending = None
         column._dtype = dtype
         column._validity = None if validity is None or validity.all() else _readonly(validity)
         column._precision = precision
         return column
+
+    @classmethod
+    def _lazy_strings(
+        cls,
+        items: list[str],
+        shape: tuple[int, ...],
+        validity: npt.NDArray[np.bool_] | None = None,
+    ) -> Column:
+        """A string column a decoder has checked (``prod(shape)`` str items, C order).
+
+        The numpy array is built on first access of :attr:`values`: a reader that
+        forwards or skips the column never pays for it.
+        """
+        column = object.__new__(cls)
+        column._values = None
+        column._pending = (items, shape)
+        column._dtype = "string"
+        column._validity = None if validity is None or validity.all() else _readonly(validity)
+        column._precision = None
+        return column
+
+    def _materialize(self) -> npt.NDArray[Any]:
+        assert self._pending is not None
+        items, shape = self._pending
+        array = np.array(items, dtype=STRING_DTYPE).reshape(shape)
+        array.flags.writeable = False
+        self._values, self._pending = array, None
+        return array
 
     # -- accessors ------------------------------------------------------------------------
 
     @property
     def values(self) -> npt.NDArray[Any]:
         """The stored values, shape ``[N, *trailing]`` (read-only)."""
-        return self._values
+        values = self._values
+        return self._materialize() if values is None else values
 
     @property
     def dtype(self) -> str:
@@ -124,12 +156,14 @@ class Column:
     @property
     def shape(self) -> tuple[int, ...]:
         """Full shape, ``(N, *trailing)``."""
-        return tuple(self._values.shape)
+        if self._pending is not None:
+            return self._pending[1]
+        return tuple(self.values.shape)
 
     @property
     def trailing(self) -> tuple[int, ...]:
         """Per-row shape after the leading axis (``()`` for one scalar per row)."""
-        return tuple(self._values.shape[1:])
+        return self.shape[1:]
 
     @property
     def validity(self) -> npt.NDArray[np.bool_] | None:
@@ -142,17 +176,17 @@ class Column:
         return self._precision
 
     def __len__(self) -> int:
-        return int(self._values.shape[0])
+        return self.shape[0]
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> npt.NDArray[Any]:
         if dtype is None and not copy:
-            return self._values
-        return np.array(self._values, dtype=dtype, copy=True)
+            return self.values
+        return np.array(self.values, dtype=dtype, copy=True)
 
     def replace(self, **changes: Any) -> Column:
         """A copy with ``values``, ``dtype``, ``validity`` or ``precision`` replaced."""
         fields: dict[str, Any] = {
-            "values": self._values,
+            "values": self.values,
             "dtype": self._dtype,
             "validity": self._validity,
             "precision": self._precision,
@@ -171,7 +205,7 @@ class Column:
     def rows(self, start: int, stop: int) -> Column:
         """Rows ``[start, stop)`` as a column (views, no copy)."""
         validity = None if self._validity is None else self._validity[start:stop]
-        return Column._trusted(self._values[start:stop], self._dtype, validity, self._precision)
+        return Column._trusted(self.values[start:stop], self._dtype, validity, self._precision)
 
     # -- equality -------------------------------------------------------------------------
 
@@ -181,14 +215,14 @@ class Column:
         A repeated NaN is equal and ``-0.0`` differs from ``0.0``: the
         comparison trajectory writers use to decide whether a block changed.
         """
-        if self._dtype != other._dtype or self._values.shape != other._values.shape:
+        if self._dtype != other._dtype or self.values.shape != other.values.shape:
             return False
         a_mask, b_mask = self._validity, other._validity
         if (a_mask is None) != (b_mask is None):
             return False
         if a_mask is not None and b_mask is not None and not np.array_equal(a_mask, b_mask):
             return False
-        a, b = self._values, other._values
+        a, b = self.values, other.values
         if a_mask is not None:
             a, b = a[a_mask], b[a_mask]
         if self._dtype == "string":
@@ -220,7 +254,7 @@ class Column:
         out: dict[str, Any] = {
             "dtype": self._dtype,
             "shape": list(self.shape),
-            "values": _values_to_json(self._dtype, self._values),
+            "values": _values_to_json(self._dtype, self.values),
         }
         if self._validity is not None:
             out["validity"] = self._validity.tolist()
