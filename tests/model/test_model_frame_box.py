@@ -296,3 +296,24 @@ def test_members_with_an_absolute_target_round_trip() -> None:
     frame = Frame({"atoms": atoms(1), "members": block})
     frame.check_targets()
     assert Frame.from_dict(frame.to_dict()) == frame
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: Frame([1]),  # type: ignore[arg-type]
+        lambda: Frame(meta=[1]),  # type: ignore[arg-type]
+        lambda: Frame(meta={"a": 1}, meta_types=[1]),  # type: ignore[arg-type]
+        lambda: Frame().replace(nope=1),
+        lambda: mrecd.encode_frame({"a": 1}),  # type: ignore[arg-type]
+        lambda: mrecd.model.encode_meta("f32", 1.0),
+        lambda: mrecd.model.decode_meta_document({1: 2}, {}),  # type: ignore[dict-item]
+        lambda: mrecd.Declaration().conform({"a": 1}),  # type: ignore[arg-type]
+        lambda: mrecd.model.SequenceState(mrecd.Declaration()).admit({"step": 1}),  # type: ignore[arg-type]
+        lambda: mrecd.Record([1]),  # type: ignore[arg-type]
+        lambda: mrecd.model.box_updates_to_dict([(0, "box")]),  # type: ignore[list-item]
+    ],
+)
+def test_wrong_types_at_the_api_are_refused_with_invalid_record(build: Any) -> None:
+    with pytest.raises(mrecd.InvalidRecord):
+        build()

@@ -156,6 +156,8 @@ def encode_frame(frame: Frame, *, meta_types: bool | None = None) -> bytes:
     non-empty meta. ``meta_types=True`` forces the tags in (the HTTP wire, so
     a frame is self-describing); ``False`` leaves them out.
     """
+    if not isinstance(frame, Frame):
+        raise InvalidRecord(f"encode_frame takes a Frame, not {type(frame).__name__}")
     tags = frame.meta_types
     header: dict[str, Any] = {"meta": {k: encode_meta(tags[k], v) for k, v in frame.meta.items()}}
     if meta_types is None:

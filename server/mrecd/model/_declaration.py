@@ -415,6 +415,8 @@ class Declaration(_Spec):
         conflicting precision or targets, and an omitted key without a fill.
         ``step``, ``time`` and ``box`` pass through unchanged.
         """
+        if not isinstance(frame, Frame):
+            raise InvalidRecord(f"conform takes a Frame, not {type(frame).__name__}", path=path)
         blocks = {name: self._conform_block(name, block, path) for name, block in frame.items()}
         meta = frame.meta
         values: dict[str, Any] = {}

@@ -68,9 +68,16 @@ def _as_box(value: Any, path: str | None) -> Box | None:
     return Box(value, path=where)
 
 
+def _mapping(value: Any, name: str, path: str | None) -> None:
+    if value is not None and not isinstance(value, Mapping):
+        raise InvalidRecord(f"frame {name} is a mapping, not {type(value).__name__}", path=path)
+
+
 def _typed_meta(
     meta: Mapping[str, Any] | None, meta_types: Mapping[str, str] | None, path: str | None
 ) -> tuple[dict[str, Any], dict[str, str]]:
+    _mapping(meta, "meta", path)
+    _mapping(meta_types, "meta_types", path)
     values: dict[str, Any] = {}
     tags: dict[str, str] = {}
     meta = meta or {}
@@ -133,6 +140,7 @@ class Frame(Mapping[str, Block]):
         time: float | None = None,
         path: str | None = None,
     ) -> None:
+        _mapping(blocks, "blocks", path)
         self._blocks = {
             name: _as_block(name, value, path) for name, value in (blocks or {}).items()
         }
@@ -221,6 +229,9 @@ class Frame(Mapping[str, Block]):
             changes["meta_types"] = {
                 k: t for k, t in self._meta_types.items() if k in changes["meta"]
             }
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise InvalidRecord(f"a frame has no field(s) {sorted(unknown)} to replace")
         fields.update(changes)
         return Frame(**fields)
 
@@ -343,6 +354,8 @@ def decode_meta_document(
         check_tag(tag, path=f"{META_TYPES_KEY}.{key}")
     if META_TYPES_KEY in meta:
         raise InvalidRecord(f"{META_TYPES_KEY!r} is reserved and cannot be a meta key", path=path)
+    if not all(isinstance(key, str) for key in meta):
+        raise InvalidRecord("meta keys are strings", path=path)
     values: dict[str, Any] = {}
     tags: dict[str, str] = {}
     for key, raw in meta.items():

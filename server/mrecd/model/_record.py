@@ -99,6 +99,8 @@ class Record:
         method: Mapping[str, Any] | None = None,
         sections: Mapping[str, Any] | None = None,
     ) -> None:
+        if meta is not None and not isinstance(meta, Mapping):
+            raise InvalidRecord("the meta document is a mapping", path="meta")
         self.meta: dict[str, Any] = dict(meta or {})
         self.system = _frame(system, "system")
         self.frame = _frame(frame, "frame")
@@ -351,6 +353,8 @@ def box_updates_to_dict(updates: Iterable[tuple[int, Box]]) -> dict[str, Any] | 
     items = list(updates)
     if not items:
         return None
+    if not all(isinstance(box, Box) and isinstance(i, int) for i, box in items):
+        raise InvalidRecord("cell updates are (ordinal, Box) pairs", path="trajectory.box")
     return {
         "cell_defined": items[0][1].cell_defined,
         "updates": [

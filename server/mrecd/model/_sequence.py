@@ -75,7 +75,7 @@ class SequenceState:
     Parameters
     ----------
     declaration
-        The pinned ``sequence_schema``.
+        The pinned ``sequence_schema`` (a :class:`Declaration` or its JSON form).
     system
         The record's ``system`` blocks: a same-named trajectory block holds
         their row count in every update (and equal ``id`` values).
@@ -89,13 +89,14 @@ class SequenceState:
 
     def __init__(
         self,
-        declaration: Declaration,
+        declaration: Declaration | Mapping[str, Any],
         *,
         system: Mapping[str, Block] | None = None,
         sections: Mapping[str, Mapping[str, Block]] | None = None,
     ) -> None:
-        check_system_alignment(declaration, system)
-        self.declaration = declaration
+        pinned = Declaration.from_dict(declaration)  # a Declaration passes through
+        check_system_alignment(pinned, system)
+        self.declaration = pinned
         self.system: dict[str, Block] = dict(system or {})
         self.sections: dict[str, Mapping[str, Block]] = dict(sections or {})
         if system is not None:
@@ -141,6 +142,8 @@ class SequenceState:
         run's.
         """
         where = path or f"frame {self.nstep}"
+        if not isinstance(frame, Frame):
+            raise InvalidRecord(f"admit takes a Frame, not {type(frame).__name__}", path=where)
         step = frame.step
         if step is None:
             raise InvalidRecord("a trajectory frame carries its step number", path=f"{where}.step")

@@ -304,7 +304,8 @@ def coerce_meta(tag: str, value: Any, *, path: str | None = None) -> Any:
 
 def encode_meta(tag: str, value: Any) -> Any:
     """The typed JSON form of a held value under ``tag``."""
-    element, width = TAG_LAYOUT[tag]
+    layout = TAG_LAYOUT.get(tag)
+    element, width = layout if layout is not None else TAG_LAYOUT[check_tag(tag)]
     if element == "json":
         return value
     if width is None:
