@@ -49,7 +49,7 @@ from ._frame import (
     decode_meta_document,
 )
 from ._precision import PRECISION_MAX, PRECISION_MIN, check_precision, on_grid, quantize, quantum
-from ._record import Record
+from ._record import SUBSTANTIVE_SECTIONS, Record, box_updates_from_dict, box_updates_to_dict
 from ._sequence import SequenceState, Update, check_system_alignment
 from ._typed import (
     META_TAGS,
@@ -84,6 +84,7 @@ __all__ = [
     "RESERVED_BLOCK_NAMES",
     "RESERVED_COLUMN_NAMES",
     "STRING_DTYPE",
+    "SUBSTANTIVE_SECTIONS",
     "TAG_LAYOUT",
     "ZARR_DATA_TYPE",
     "Block",
@@ -100,6 +101,8 @@ __all__ = [
     "SequenceState",
     "Update",
     "as_column_array",
+    "box_updates_from_dict",
+    "box_updates_to_dict",
     "canonical_dtype",
     "check_block_targets",
     "check_collection_meta",

@@ -25,7 +25,7 @@ BLOCK_KEYS: Final = frozenset({"count", "structural_shape", "targets"})
 
 
 def check_target(target: object, *, path: str | None = None) -> str:
-    """Return ``target`` when it is ``<block>`` or ``/<section>/<block>`` and not into the trajectory."""
+    """Return ``target`` if it is ``<block>`` or ``/<section>/<block>``, not into the trajectory."""
     if not isinstance(target, str) or not _TARGET.match(target):
         raise InvalidRecord(
             f"target {target!r} must be '<block>' or '/<section>/<block>' (frame.md §8)", path=path
@@ -40,7 +40,10 @@ def check_target(target: object, *, path: str | None = None) -> str:
 
 
 def check_targets(
-    targets: Mapping[str, Any], columns: Mapping[str, tuple[str, tuple[int, ...]]], *, path: str | None
+    targets: Mapping[str, Any],
+    columns: Mapping[str, tuple[str, tuple[int, ...]]],
+    *,
+    path: str | None,
 ) -> dict[str, str]:
     """Check a ``targets`` map against ``{column: (dtype, trailing)}``; return it as a dict."""
     if not isinstance(targets, Mapping):
@@ -49,7 +52,9 @@ def check_targets(
     for column, target in targets.items():
         where = f"{path}.targets.{column}" if path else f"targets.{column}"
         if column not in columns:
-            raise InvalidRecord(f"targets names {column!r}, which is not a column of the block", path=where)
+            raise InvalidRecord(
+                f"targets names {column!r}, which is not a column of the block", path=where
+            )
         dtype, trailing = columns[column]
         if dtype != "u64" or trailing:
             raise InvalidRecord(
@@ -69,6 +74,55 @@ def _shape(value: Any, path: str | None) -> tuple[int, ...] | None:
     ):
         raise InvalidRecord("structural_shape is a list of non-negative integers", path=path)
     return tuple(int(n) for n in value)
+
+
+def _build_column(name: Any, value: Any, coerce: bool, path: str | None) -> Column:
+    """One column of a block under construction, canonical keys held to their dtype."""
+    if not isinstance(name, str) or not name:
+        raise InvalidRecord(f"column name {name!r} must be a non-empty string", path=path)
+    where = f"{path}/{name}" if path else name
+    if name == "_validity" or "/" in name:
+        raise InvalidRecord(
+            f"{name!r} cannot name a column ('_validity' is reserved, '/' separates paths)",
+            path=where,
+        )
+    if isinstance(value, Column):
+        column = value
+    else:
+        # A numpy array keeps its own dtype so that the canonical check below sees it (a u32
+        # `id` is widened only when coercing, an i64 `ix` is refused); plain Python values
+        # have no width and take the canonical dtype directly.
+        want = None if isinstance(value, np.ndarray) else CANONICAL.get(name)
+        column = Column(value, want, path=where)
+    if name in CANONICAL:
+        values, dtype = canonical_dtype(
+            name, column.values, column.dtype, coerce=coerce, path=where
+        )
+        if dtype != column.dtype:
+            column = Column(values, dtype, validity=column.validity)
+    return column
+
+
+def _row_count(columns: Mapping[str, Column], count: Any, path: str | None) -> int:
+    """The block's count: the columns' shared length, which a given ``count`` must equal."""
+    if count is not None and (
+        isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < 0
+    ):
+        raise InvalidRecord(f"count must be a non-negative integer, not {count!r}", path=path)
+    lengths = {len(c) for c in columns.values()}
+    if len(lengths) > 1:
+        detail = ", ".join(f"{n}: {len(c)}" for n, c in columns.items())
+        raise InvalidRecord(
+            f"columns disagree on the row count ({detail}) (frame.md §4)", path=path
+        )
+    if lengths:
+        (rows,) = lengths
+        if count is not None and count != rows:
+            raise InvalidRecord(
+                f"count {count} does not match the columns' {rows} rows (frame.md §4)", path=path
+            )
+        return rows
+    return 0 if count is None else int(count)
 
 
 class Block(Mapping[str, Column]):
@@ -106,37 +160,13 @@ class Block(Mapping[str, Column]):
         coerce: bool = True,
         path: str | None = None,
     ) -> None:
-        built: dict[str, Column] = {}
-        for name, value in (columns or {}).items():
-            where = f"{path}/{name}" if path else name
-            if not isinstance(name, str) or not name:
-                raise InvalidRecord(f"column name {name!r} must be a non-empty string", path=path)
-            if name == "_validity" or "/" in name:
-                raise InvalidRecord(
-                    f"{name!r} cannot name a column ('_validity' is reserved, '/' separates paths)",
-                    path=where,
-                )
-            column = value if isinstance(value, Column) else Column(value, CANONICAL.get(name), path=where)
-            if name in CANONICAL:
-                values, dtype = canonical_dtype(name, column.values, column.dtype, coerce=coerce, path=where)
-                if dtype != column.dtype:
-                    column = Column(values, dtype, validity=column.validity)
-            built[name] = column
-        counts = {len(c) for c in built.values()}
-        if len(counts) > 1:
-            detail = ", ".join(f"{n}: {len(c)}" for n, c in built.items())
-            raise InvalidRecord(f"columns disagree on the row count ({detail}) (frame.md §4)", path=path)
-        if counts:
-            (rows,) = counts
-            if count is not None and count != rows:
-                raise InvalidRecord(
-                    f"count {count} does not match the columns' {rows} rows (frame.md §4)", path=path
-                )
-            count = rows
-        if count is None:
-            count = 0
-        if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
-            raise InvalidRecord(f"count must be a non-negative integer, not {count!r}", path=path)
+        if columns is not None and not isinstance(columns, Mapping):
+            raise InvalidRecord("block columns is a mapping {name: column}", path=path)
+        built = {
+            name: _build_column(name, value, coerce, path)
+            for name, value in (columns or {}).items()
+        }
+        count = _row_count(built, count, path)
         shape = _shape(structural_shape, path)
         if shape is not None and math.prod(shape) != count:
             raise InvalidRecord(
@@ -149,10 +179,14 @@ class Block(Mapping[str, Column]):
         self._structural_shape = shape
         layout = {n: (c.dtype, c.trailing) for n, c in built.items()}
         self._targets = check_targets(targets, layout, path=path) if targets else None
+        if attributes is not None and not isinstance(attributes, Mapping):
+            raise InvalidRecord("block attributes is a mapping {name: JSON value}", path=path)
         attrs = finite_json(dict(attributes or {}), path=path)
         clash = BLOCK_KEYS & set(attrs)
         if clash:
-            raise InvalidRecord(f"block attributes may not use the reserved names {sorted(clash)}", path=path)
+            raise InvalidRecord(
+                f"block attributes may not use the reserved names {sorted(clash)}", path=path
+            )
         self._attributes: dict[str, Any] = attrs
 
     @classmethod
@@ -214,13 +248,17 @@ class Block(Mapping[str, Column]):
     def rows(self, start: int, stop: int) -> Block:
         """Rows ``[start, stop)`` of every column (views)."""
         columns = {n: c.rows(start, stop) for n, c in self._columns.items()}
-        return Block._trusted(columns, max(0, min(stop, self._count) - start), None, self._targets, self._attributes)
+        return Block._trusted(
+            columns, max(0, min(stop, self._count) - start), None, self._targets, self._attributes
+        )
 
     def select(self, names: list[str] | tuple[str, ...] | set[str]) -> Block:
         """The block restricted to ``names`` (targets on dropped columns are dropped)."""
         columns = {n: c for n, c in self._columns.items() if n in names}
         targets = {k: v for k, v in (self._targets or {}).items() if k in columns}
-        return Block._trusted(columns, self._count, self._structural_shape, targets, self._attributes)
+        return Block._trusted(
+            columns, self._count, self._structural_shape, targets, self._attributes
+        )
 
     # -- equality -------------------------------------------------------------------------
 
@@ -244,7 +282,9 @@ class Block(Mapping[str, Column]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        cols = ", ".join(f"{n}: {c.dtype}{list(c.trailing) or ''}" for n, c in self._columns.items())
+        cols = ", ".join(
+            f"{n}: {c.dtype}{list(c.trailing) or ''}" for n, c in self._columns.items()
+        )
         return f"Block(count={self._count}, {{{cols}}})"
 
     # -- JSON interchange form ------------------------------------------------------------
@@ -263,14 +303,18 @@ class Block(Mapping[str, Column]):
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, path: str | None = None, coerce: bool = False) -> Block:
+    def from_dict(
+        cls, data: Mapping[str, Any], *, path: str | None = None, coerce: bool = False
+    ) -> Block:
         """Read the JSON form (extra keys are producer attributes, preserved).
 
         A reader's path by default: canonical keys must already hold their dtype.
         """
         if not isinstance(data, Mapping):
             raise InvalidRecord("a block is a JSON object", path=path)
-        raw_columns = data.get("columns") or {}
+        if data.get("count") is None:
+            raise InvalidRecord("a block states its count, even with no columns", path=path)
+        raw_columns = data.get("columns", {})
         if not isinstance(raw_columns, Mapping):
             raise InvalidRecord("block columns is an object {name: column}", path=path)
         columns = {

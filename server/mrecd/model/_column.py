@@ -1,7 +1,8 @@
-"""``Column``: a typed N-d array with an optional validity mask and precision (frame.md §3, §6, §7)."""
+"""``Column``: a typed N-d array, an optional validity mask and precision (frame.md §3, §6, §7)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,7 +29,9 @@ def _mask(validity: Any, rows: int, path: str | None) -> npt.NDArray[np.bool_] |
         return None
     mask = np.asarray(validity)
     if mask.dtype != np.bool_:
-        raise InvalidRecord(f"validity mask must be bool, not {mask.dtype} (frame.md §6)", path=path)
+        raise InvalidRecord(
+            f"validity mask must be bool, not {mask.dtype} (frame.md §6)", path=path
+        )
     if mask.shape != (rows,):
         raise InvalidRecord(
             f"validity mask must have one flag per row, shape [{rows}]; got {list(mask.shape)}"
@@ -60,9 +63,10 @@ class Column:
     The column is immutable: ``values`` and ``validity`` are read-only views.
     """
 
-    __slots__ = ("_dtype", "_precision", "_validity", "_values")
+    __slots__ = ("_dtype", "_pending", "_precision", "_validity", "_values")
 
-    _values: npt.NDArray[Any]
+    _values: npt.NDArray[Any] | None
+    _pending: tuple[list[str], tuple[int, ...]] | None
     _dtype: str
     _validity: npt.NDArray[np.bool_] | None
     _precision: float | None
@@ -86,6 +90,7 @@ class Column:
                 )
             array = quantize(array, precision)
         self._values = _readonly(array)
+        self._pending = None
         self._dtype = name
         self._validity = _mask(validity, array.shape[0], path)
         self._precision = precision
@@ -101,17 +106,47 @@ class Column:
         """Wrap arrays a decoder has already checked (dtype, shape, mask), skipping validation."""
         column = object.__new__(cls)
         column._values = _readonly(values)
+        column._pending = None
         column._dtype = dtype
         column._validity = None if validity is None or validity.all() else _readonly(validity)
         column._precision = precision
         return column
+
+    @classmethod
+    def _lazy_strings(
+        cls,
+        items: list[str],
+        shape: tuple[int, ...],
+        validity: npt.NDArray[np.bool_] | None = None,
+    ) -> Column:
+        """A string column a decoder has checked (``prod(shape)`` str items, C order).
+
+        The numpy array is built on first access of :attr:`values`: a reader that
+        forwards or skips the column never pays for it.
+        """
+        column = object.__new__(cls)
+        column._values = None
+        column._pending = (items, shape)
+        column._dtype = "string"
+        column._validity = None if validity is None or validity.all() else _readonly(validity)
+        column._precision = None
+        return column
+
+    def _materialize(self) -> npt.NDArray[Any]:
+        assert self._pending is not None
+        items, shape = self._pending
+        array = np.array(items, dtype=STRING_DTYPE).reshape(shape)
+        array.flags.writeable = False
+        self._values, self._pending = array, None
+        return array
 
     # -- accessors ------------------------------------------------------------------------
 
     @property
     def values(self) -> npt.NDArray[Any]:
         """The stored values, shape ``[N, *trailing]`` (read-only)."""
-        return self._values
+        values = self._values
+        return self._materialize() if values is None else values
 
     @property
     def dtype(self) -> str:
@@ -121,12 +156,14 @@ class Column:
     @property
     def shape(self) -> tuple[int, ...]:
         """Full shape, ``(N, *trailing)``."""
-        return tuple(self._values.shape)
+        if self._pending is not None:
+            return self._pending[1]
+        return tuple(self.values.shape)
 
     @property
     def trailing(self) -> tuple[int, ...]:
         """Per-row shape after the leading axis (``()`` for one scalar per row)."""
-        return tuple(self._values.shape[1:])
+        return self.shape[1:]
 
     @property
     def validity(self) -> npt.NDArray[np.bool_] | None:
@@ -139,21 +176,24 @@ class Column:
         return self._precision
 
     def __len__(self) -> int:
-        return int(self._values.shape[0])
+        return self.shape[0]
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> npt.NDArray[Any]:
         if dtype is None and not copy:
-            return self._values
-        return np.array(self._values, dtype=dtype, copy=True)
+            return self.values
+        return np.array(self.values, dtype=dtype, copy=True)
 
     def replace(self, **changes: Any) -> Column:
         """A copy with ``values``, ``dtype``, ``validity`` or ``precision`` replaced."""
-        fields = {
-            "values": self._values,
+        fields: dict[str, Any] = {
+            "values": self.values,
             "dtype": self._dtype,
             "validity": self._validity,
             "precision": self._precision,
         }
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise InvalidRecord(f"a column has no field(s) {sorted(unknown)} to replace")
         fields.update(changes)
         return Column(
             fields["values"],
@@ -165,7 +205,7 @@ class Column:
     def rows(self, start: int, stop: int) -> Column:
         """Rows ``[start, stop)`` as a column (views, no copy)."""
         validity = None if self._validity is None else self._validity[start:stop]
-        return Column._trusted(self._values[start:stop], self._dtype, validity, self._precision)
+        return Column._trusted(self.values[start:stop], self._dtype, validity, self._precision)
 
     # -- equality -------------------------------------------------------------------------
 
@@ -175,14 +215,14 @@ class Column:
         A repeated NaN is equal and ``-0.0`` differs from ``0.0``: the
         comparison trajectory writers use to decide whether a block changed.
         """
-        if self._dtype != other._dtype or self._values.shape != other._values.shape:
+        if self._dtype != other._dtype or self.values.shape != other.values.shape:
             return False
         a_mask, b_mask = self._validity, other._validity
         if (a_mask is None) != (b_mask is None):
             return False
         if a_mask is not None and b_mask is not None and not np.array_equal(a_mask, b_mask):
             return False
-        a, b = self._values, other._values
+        a, b = self.values, other.values
         if a_mask is not None:
             a, b = a[a_mask], b[a_mask]
         if self._dtype == "string":
@@ -214,7 +254,7 @@ class Column:
         out: dict[str, Any] = {
             "dtype": self._dtype,
             "shape": list(self.shape),
-            "values": _values_to_json(self._dtype, self._values),
+            "values": _values_to_json(self._dtype, self.values),
         }
         if self._validity is not None:
             out["validity"] = self._validity.tolist()
@@ -246,7 +286,9 @@ class Column:
                 path=path,
             )
         values = _values_from_json(dtype, data.get("values"), tuple(shape), path)
-        return cls(values, dtype, validity=data.get("validity"), precision=data.get("precision"), path=path)
+        return cls(
+            values, dtype, validity=data.get("validity"), precision=data.get("precision"), path=path
+        )
 
 
 def _values_to_json(dtype: str, values: npt.NDArray[Any]) -> Any:
@@ -257,33 +299,59 @@ def _values_to_json(dtype: str, values: npt.NDArray[Any]) -> Any:
     if dtype == "f64" and bool(np.isfinite(values).all()):
         return values.tolist()
     if dtype in ("i8", "i16", "i32", "u8", "u16", "u32") or (
-        dtype in ("i64", "u64") and (values.size == 0 or int(np.abs(values).max()) <= 2**53)
+        dtype in ("i64", "u64")
+        and (values.size == 0 or (int(values.min()) >= -(2**53) and int(values.max()) <= 2**53))
     ):
         return values.tolist()
     flat = [encode_element(dtype, v) for v in values.ravel().tolist()]
     return np.array(flat, dtype=object).reshape(values.shape).tolist() if values.ndim > 1 else flat
 
 
-def _values_from_json(dtype: str, raw: Any, shape: tuple[int, ...], path: str | None) -> npt.NDArray[Any]:
+def _values_from_json(
+    dtype: str, raw: Any, shape: tuple[int, ...], path: str | None
+) -> npt.NDArray[Any]:
     target = numpy_dtype(dtype)
-    size = int(np.prod(shape))
-    if raw is None:
-        return np.zeros(shape, dtype=target) if dtype != "string" else np.full(shape, "", dtype=STRING_DTYPE)
-    flat: list[Any] = []
-
-    def walk(node: Any) -> None:
-        if isinstance(node, list) and not (dtype in ("c64", "c128") and _is_pair(node)):
-            for item in node:
-                walk(item)
-        else:
-            flat.append(decode_element(dtype, node, path=path))
-
-    walk(raw)
-    if len(flat) != size:
-        raise InvalidRecord(
-            f"{len(flat)} values do not fill shape {list(shape)} ({size} elements)", path=path
-        )
+    if raw is None:  # absent values: the fill value, as a read-only view (no allocation)
+        fill = np.array("" if dtype == "string" else 0, dtype=target)
+        return np.broadcast_to(fill, shape)
+    if not isinstance(raw, list):
+        raise InvalidRecord("column values are a JSON array", path=path)
+    items = _flat_items(dtype, raw, shape, path)
+    flat = [decode_element(dtype, v, path=path) for v in items]
     return np.array(flat, dtype=target).reshape(shape)
+
+
+def _flat_items(dtype: str, raw: list[Any], shape: tuple[int, ...], path: str | None) -> list[Any]:
+    """The elements of ``raw`` in C order: flat (``prod(shape)`` items) or nested as ``shape``."""
+    pairs = dtype in ("c64", "c128")  # a complex element is itself a [re, im] list
+
+    def is_leaf(node: Any) -> bool:
+        return not isinstance(node, list) or (pairs and _is_pair(node))
+
+    size = math.prod(shape)
+    if all(is_leaf(v) for v in raw):
+        if len(raw) != size:
+            raise InvalidRecord(
+                f"{len(raw)} values do not fill shape {list(shape)} ({size} elements)", path=path
+            )
+        return raw
+    items: list[Any] = []
+
+    def walk(node: Any, depth: int) -> None:
+        if depth == len(shape):
+            if not is_leaf(node):
+                raise InvalidRecord(f"values nest deeper than shape {list(shape)}", path=path)
+            items.append(node)
+            return
+        if not isinstance(node, list) or len(node) != shape[depth]:
+            raise InvalidRecord(
+                f"nested values do not match shape {list(shape)} at axis {depth}", path=path
+            )
+        for item in node:
+            walk(item, depth + 1)
+
+    walk(raw, 0)
+    return items
 
 
 def _is_pair(node: list[Any]) -> bool:

@@ -13,9 +13,21 @@ declaration, so the Zarr writer and the LMDB writer refuse the same frames.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Self
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from ..errors import InvalidRecord
 from ._block import Block, check_target
@@ -55,15 +67,53 @@ def _invalid(exc: ValidationError, path: str | None) -> InvalidRecord:
     return InvalidRecord(message, path=where)
 
 
-class ColumnSpec(BaseModel):
-    """One declared column: ``{dtype, trailing, nullable?, precision?}``."""
+class _Spec(BaseModel):
+    """A part of the declaration: strict JSON in, :class:`InvalidRecord` on bad input.
+
+    Fields are strict (``"yes"`` is not ``true``, ``"3"`` is not ``3``): the
+    declaration is pinned JSON, and a lax reading would pin something the
+    producer did not write.
+    """
 
     model_config = _FROZEN
 
-    dtype: str = Field(description="One of the thirteen column dtypes.", json_schema_extra={"enum": list(DTYPES)})
-    trailing: tuple[int, ...] = Field(default=(), description="Per-row shape after the leading axis.")
-    nullable: bool = Field(default=False, description="Written only when true.")
-    precision: float | None = Field(default=None, description="Declared precision; f64 only.")
+    def __init__(self, /, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _invalid(exc, None) from None
+
+    @classmethod
+    def from_dict(cls, data: Any, *, path: str | None = None) -> Self:
+        """Read the JSON form, raising :class:`InvalidRecord` naming the field."""
+        if isinstance(data, cls):
+            return data
+        if not isinstance(data, Mapping):
+            raise InvalidRecord(f"a {cls.__name__} is a JSON object", path=path)
+        try:
+            return cls.model_validate(dict(data))
+        except ValidationError as exc:
+            raise _invalid(exc, path) from None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec's JSON, optional keys only when set."""
+        out: dict[str, Any] = self.model_dump()
+        return out
+
+
+class ColumnSpec(_Spec):
+    """One declared column: ``{dtype, trailing, nullable?, precision?}``."""
+
+    dtype: StrictStr = Field(
+        description="One of the thirteen column dtypes.", json_schema_extra={"enum": list(DTYPES)}
+    )
+    trailing: tuple[StrictInt, ...] = Field(
+        default=(), description="Per-row shape after the leading axis."
+    )
+    nullable: StrictBool = Field(default=False, description="Written only when true.")
+    precision: StrictFloat | StrictInt | None = Field(
+        default=None, description="Declared precision; f64 only."
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ColumnSpec:
@@ -89,15 +139,13 @@ class ColumnSpec(BaseModel):
         return out
 
 
-class BlockSpec(BaseModel):
+class BlockSpec(_Spec):
     """One declared block: ``{columns, structural_shape?, targets?, aligned_with?}``."""
 
-    model_config = _FROZEN
-
-    columns: dict[str, ColumnSpec] = Field(default_factory=dict)
-    structural_shape: tuple[int, ...] | None = None
-    targets: dict[str, str] | None = None
-    aligned_with: str | None = None
+    columns: dict[StrictStr, ColumnSpec] = Field(default_factory=dict)
+    structural_shape: tuple[StrictInt, ...] | None = None
+    targets: dict[StrictStr, StrictStr] | None = None
+    aligned_with: StrictStr | None = None
 
     @model_validator(mode="after")
     def _check(self) -> BlockSpec:
@@ -112,23 +160,29 @@ class BlockSpec(BaseModel):
             want = CANONICAL.get(name)
             if want is not None and (spec.dtype != want or spec.trailing):
                 raise InvalidRecord(
-                    f"canonical key {name!r} is {want}[N], not {spec.dtype}{list(spec.trailing) or ''}"
+                    f"canonical key {name!r} is {want}[N], not"
+                    f" {spec.dtype}{list(spec.trailing) or ''}"
                     " (conventions.md §2)",
                     path=f"columns.{name}",
                 )
         if self.structural_shape is not None and any(n < 0 for n in self.structural_shape):
-            raise InvalidRecord("structural_shape is a list of non-negative integers", path="structural_shape")
+            raise InvalidRecord(
+                "structural_shape is a list of non-negative integers", path="structural_shape"
+            )
         for column, target in (self.targets or {}).items():
             where = f"targets.{column}"
             if column not in self.columns:
                 raise InvalidRecord(f"targets names {column!r}, not a declared column", path=where)
             spec = self.columns[column]
             if spec.dtype != "u64" or spec.trailing:
-                raise InvalidRecord(f"a row reference is u64[N]; {column!r} is {spec.dtype}", path=where)
+                raise InvalidRecord(
+                    f"a row reference is u64[N]; {column!r} is {spec.dtype}", path=where
+                )
             check_target(target, path=where)
         if self.aligned_with is not None and self.structural_shape is not None:
             raise InvalidRecord(
-                "an aligned block declares no structural_shape (trajectory.md §7.2)", path="aligned_with"
+                "an aligned block declares no structural_shape (trajectory.md §7.2)",
+                path="aligned_with",
             )
         return self
 
@@ -149,7 +203,10 @@ class BlockSpec(BaseModel):
         return cls(
             columns={
                 n: ColumnSpec(
-                    dtype=c.dtype, trailing=c.trailing, nullable=c.validity is not None, precision=c.precision
+                    dtype=c.dtype,
+                    trailing=c.trailing,
+                    nullable=c.validity is not None,
+                    precision=c.precision,
                 )
                 for n, c in block.items()
             },
@@ -158,7 +215,7 @@ class BlockSpec(BaseModel):
         )
 
 
-class MetaSpec(BaseModel):
+class MetaSpec(_Spec):
     """One declared per-step meta key: ``{dtype, fill?}``.
 
     ``fill`` absent declares no fill; a present ``fill`` is a value of the tag
@@ -166,10 +223,12 @@ class MetaSpec(BaseModel):
     document ``null`` and valid only under ``json``.
     """
 
-    model_config = _FROZEN
-
-    dtype: str = Field(description="One of the sixteen meta tags.", json_schema_extra={"enum": list(META_TAGS)})
-    fill: Any = Field(default=None, description="Typed JSON value written when a frame omits the key.")
+    dtype: StrictStr = Field(
+        description="One of the sixteen meta tags.", json_schema_extra={"enum": list(META_TAGS)}
+    )
+    fill: Any = Field(
+        default=None, description="Typed JSON value written when a frame omits the key."
+    )
     _fill: Any = PrivateAttr(default=None)
 
     @model_validator(mode="after")
@@ -204,7 +263,7 @@ class MetaSpec(BaseModel):
         return out
 
 
-class Declaration(BaseModel):
+class Declaration(_Spec):
     """The pinned ``sequence_schema``: declared blocks and per-step meta keys.
 
     Refuses at declaration: reserved block or column names, dtypes outside
@@ -213,10 +272,8 @@ class Declaration(BaseModel):
     with ``structural_shape``, sharing a column name), a fill not of its tag.
     """
 
-    model_config = _FROZEN
-
-    blocks: dict[str, BlockSpec] = Field(default_factory=dict)
-    meta: dict[str, MetaSpec] = Field(default_factory=dict)
+    blocks: dict[StrictStr, BlockSpec] = Field(default_factory=dict)
+    meta: dict[StrictStr, MetaSpec] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _check(self) -> Declaration:
@@ -224,7 +281,8 @@ class Declaration(BaseModel):
             where = f"blocks.{name}"
             if name in RESERVED_BLOCK_NAMES:
                 raise InvalidRecord(
-                    f"block name {name!r} is reserved under trajectory/ (trajectory.md §9)", path=where
+                    f"block name {name!r} is reserved under trajectory/ (trajectory.md §9)",
+                    path=where,
                 )
             if not name or "/" in name:
                 raise InvalidRecord(f"block name {name!r} is not a valid name", path=where)
@@ -240,7 +298,8 @@ class Declaration(BaseModel):
             want = CANONICAL_META.get(key)
             if want is not None and meta.dtype != want:
                 raise InvalidRecord(
-                    f"per-step key {key!r} is canonical {want}, not {meta.dtype} (conventions.md §2)",
+                    f"per-step key {key!r} is canonical {want}, not {meta.dtype}"
+                    " (conventions.md §2)",
                     path=f"meta.{key}",
                 )
         return self
@@ -250,9 +309,13 @@ class Declaration(BaseModel):
         if target is None:
             return
         if target == name:
-            raise InvalidRecord("a block cannot be aligned with itself", path=f"{where}.aligned_with")
+            raise InvalidRecord(
+                "a block cannot be aligned with itself", path=f"{where}.aligned_with"
+            )
         if target not in self.blocks:
-            raise InvalidRecord(f"aligned_with {target!r} is not a declared block", path=f"{where}.aligned_with")
+            raise InvalidRecord(
+                f"aligned_with {target!r} is not a declared block", path=f"{where}.aligned_with"
+            )
         if self.blocks[target].aligned_with is not None:
             raise InvalidRecord(
                 f"aligned_with {target!r}, which is itself aligned: no chains (trajectory.md §7.2)",
@@ -275,16 +338,9 @@ class Declaration(BaseModel):
     # -- construction ---------------------------------------------------------------------
 
     @classmethod
-    def from_dict(cls, data: Any, *, path: str | None = "sequence_schema") -> Declaration:
-        """Read the JSON form, raising :class:`InvalidRecord` naming the field."""
-        if isinstance(data, Declaration):
-            return data
-        if not isinstance(data, Mapping):
-            raise InvalidRecord("sequence_schema is a JSON object {blocks, meta}", path=path)
-        try:
-            return cls.model_validate(dict(data))
-        except ValidationError as exc:
-            raise _invalid(exc, path) from None
+    def from_dict(cls, data: Any, *, path: str | None = "sequence_schema") -> Self:
+        """Read ``{blocks, meta}``, raising :class:`InvalidRecord` naming the field."""
+        return super().from_dict(data, path=path)
 
     def to_dict(self) -> dict[str, Any]:
         """The spec's JSON: ``{"blocks": {...}, "meta": {...}}`` with omit-when-default keys."""
@@ -304,7 +360,12 @@ class Declaration(BaseModel):
         for frame in frames:
             for name, block in frame.items():
                 entry = blocks.setdefault(
-                    name, {"columns": {}, "structural_shape": block.structural_shape, "targets": block.targets}
+                    name,
+                    {
+                        "columns": {},
+                        "structural_shape": block.structural_shape,
+                        "targets": block.targets,
+                    },
                 )
                 for column, col in block.items():
                     spec = entry["columns"].get(column)
@@ -322,10 +383,14 @@ class Declaration(BaseModel):
                             f"{list(spec['trailing'])} vs {col.dtype}{list(col.trailing)}"
                         )
                     spec["nullable"] = spec["nullable"] or col.validity is not None
-                    spec["precision"] = spec["precision"] if spec["precision"] is not None else col.precision
+                    spec["precision"] = (
+                        spec["precision"] if spec["precision"] is not None else col.precision
+                    )
             for key, tag in frame.meta_types.items():
                 if meta.setdefault(key, tag) != tag:
-                    raise InvalidRecord(f"frames disagree on the tag of meta key {key!r}: {meta[key]} vs {tag}")
+                    raise InvalidRecord(
+                        f"frames disagree on the tag of meta key {key!r}: {meta[key]} vs {tag}"
+                    )
         return cls.from_dict(
             {
                 "blocks": {
@@ -350,13 +415,16 @@ class Declaration(BaseModel):
         conflicting precision or targets, and an omitted key without a fill.
         ``step``, ``time`` and ``box`` pass through unchanged.
         """
+        if not isinstance(frame, Frame):
+            raise InvalidRecord(f"conform takes a Frame, not {type(frame).__name__}", path=path)
         blocks = {name: self._conform_block(name, block, path) for name, block in frame.items()}
         meta = frame.meta
         values: dict[str, Any] = {}
         for key in meta:
             if key not in self.meta:
                 raise InvalidRecord(
-                    f"meta key {key!r} is not declared; declared: {sorted(self.meta)} (trajectory.md §8)",
+                    f"meta key {key!r} is not declared; declared: {sorted(self.meta)}"
+                    " (trajectory.md §8)",
                     path=f"{path}.meta.{key}" if path else f"meta.{key}",
                 )
         for key, spec in self.meta.items():
@@ -379,12 +447,15 @@ class Declaration(BaseModel):
         spec = self.blocks.get(name)
         if spec is None:
             raise InvalidRecord(
-                f"block {name!r} is not declared; declared: {sorted(self.blocks)} (trajectory.md §8)",
+                f"block {name!r} is not declared; declared: {sorted(self.blocks)}"
+                " (trajectory.md §8)",
                 path=where,
             )
         extra = set(block) - set(spec.columns)
         if extra:
-            raise InvalidRecord(f"columns {sorted(extra)} are not declared for block {name!r}", path=where)
+            raise InvalidRecord(
+                f"columns {sorted(extra)} are not declared for block {name!r}", path=where
+            )
         missing = set(spec.columns) - set(block)
         if missing:
             raise InvalidRecord(
@@ -409,10 +480,14 @@ class Declaration(BaseModel):
                 path=where,
             )
         if block.targets and block.targets != (spec.targets or {}):
-            raise InvalidRecord(f"targets {block.targets} differ from the declared {spec.targets}", path=where)
+            raise InvalidRecord(
+                f"targets {block.targets} differ from the declared {spec.targets}", path=where
+            )
         columns: dict[str, Column] = {}
         for column_name, column_spec in spec.columns.items():
-            columns[column_name] = _conform_column(block[column_name], column_spec, f"{where}/{column_name}")
+            columns[column_name] = _conform_column(
+                block[column_name], column_spec, f"{where}/{column_name}"
+            )
         return Block._trusted(columns, block.count, spec.structural_shape, spec.targets, None)
 
 
@@ -422,7 +497,8 @@ def _conform_column(column: Column, spec: ColumnSpec, where: str) -> Column:
         values, _ = as_column_array(values, spec.dtype, path=where)
     if tuple(values.shape[1:]) != spec.trailing:
         raise InvalidRecord(
-            f"trailing shape {list(values.shape[1:])} differs from the declared {list(spec.trailing)}",
+            f"trailing shape {list(values.shape[1:])} differs from the declared"
+            f" {list(spec.trailing)}",
             path=where,
         )
     if column.validity is not None and not spec.nullable:
@@ -431,7 +507,11 @@ def _conform_column(column: Column, spec: ColumnSpec, where: str) -> Column:
             " mask (trajectory.md §5.3)",
             path=where,
         )
-    if column.precision is not None and spec.precision is not None and column.precision != spec.precision:
+    if (
+        column.precision is not None
+        and spec.precision is not None
+        and column.precision != spec.precision
+    ):
         raise InvalidRecord(
             f"precision {column.precision} differs from the declared {spec.precision}", path=where
         )

@@ -73,11 +73,8 @@ _KIND_SIZE: Final[dict[tuple[str, int], str]] = {
 #: Canonical column keys and their one dtype (conventions.md §2). Always ``<dtype>[N]``.
 CANONICAL: Final[dict[str, str]] = {
     **dict.fromkeys(("x", "y", "z", "vx", "vy", "vz", "fx", "fy", "fz", "charge", "mass"), "f64"),
-    **dict.fromkeys(
-        ("quatw", "quati", "quatj", "quatk", "mux", "muy", "muz")
-        + ("axis_x", "axis_y", "axis_z", "occupancy", "b_factor"),
-        "f64",
-    ),
+    **dict.fromkeys(("quatw", "quati", "quatj", "quatk", "mux", "muy", "muz"), "f64"),
+    **dict.fromkeys(("axis_x", "axis_y", "axis_z", "occupancy", "b_factor"), "f64"),
     **dict.fromkeys(("id", "atomic_number", "type_id", "mol_id", "res_id", "atom_map"), "u64"),
     **dict.fromkeys(
         ("atomi", "atomj", "atomk", "atoml", "atomm", "ibead", "bond_type", "bond_number"), "u64"
@@ -149,16 +146,16 @@ def dtype_of(array: npt.NDArray[Any], *, path: str | None = None) -> str:
 def _exactly_castable(array: npt.NDArray[Any], target: str) -> bool:
     src = array.dtype
     dst = _NUMPY[target]
-    if target == "string":
-        return src.kind in "TUO"
-    if src.kind in "TUOSV":
+    if src.kind not in "biufc":  # strings, objects, raw bytes, dates, records
         return False
+    if (src.kind == "b") != (dst.kind == "b"):  # a boolean is not a number (frame.md §10.5)
+        return False
+    if src.kind == "f" and src.itemsize < 8:  # f16/f32 are refused, never widened (frame.md §2)
+        return False
+    if src.kind in "iu" and dst.kind in "fc":  # integers become reals when every value is exact
+        return array.size == 0 or (int(array.min()) >= -(2**53) and int(array.max()) <= 2**53)
     if np.can_cast(src, dst, casting="safe"):
         return True
-    if src.kind == "b" or dst.kind == "b":
-        return False
-    if target == "f64" and src.kind in "iu":  # integers become reals when every value is exact
-        return array.size == 0 or (int(array.min()) >= -(2**53) and int(array.max()) <= 2**53)
     if dst.kind in "iu" and src.kind in "iu":  # exact when every value fits the narrower type
         if array.size == 0:
             return True
@@ -181,13 +178,13 @@ def as_column_array(
         check_dtype_name(dtype, path=path)
     if isinstance(values, np.ndarray):
         array = values
-    elif dtype == "string":
-        array = np.asarray(values, dtype=STRING_DTYPE)
     else:
         try:
             array = np.asarray(values)
         except (ValueError, TypeError) as exc:
             raise InvalidRecord(f"values are not a rectangular array: {exc}", path=path) from None
+        if array.dtype.kind == "U":  # numpy turns [1, "a"] into strings: only all-str is string
+            _all_str(values, path)
     if array.ndim == 0:
         raise InvalidRecord(
             "a column has a leading axis; a 0-d value is not a column (frame.md §3)", path=path
@@ -199,8 +196,15 @@ def as_column_array(
     target = _NUMPY[dtype]
     if array.dtype == target:
         return array, dtype
-    if array.dtype.kind in "TUO" and dtype == "string":
-        dtype_of(array, path=path)  # refuses non-str objects
+    if array.size == 0 and not isinstance(values, np.ndarray):  # [] is any dtype's empty list
+        return np.empty(array.shape, dtype=target), dtype
+    if dtype == "string" or array.dtype.kind in "TUO":
+        if dtype != "string" or dtype_of(array, path=path) != "string":
+            raise InvalidRecord(
+                f"values of numpy dtype {array.dtype} are not {dtype}: text converts to and from"
+                " nothing else",
+                path=path,
+            )
         return array.astype(STRING_DTYPE), dtype
     if array.dtype.newbyteorder("=") == target.newbyteorder("="):  # other byte order only
         return array.astype(target), dtype
@@ -209,6 +213,13 @@ def as_column_array(
             f"values of numpy dtype {array.dtype} do not convert exactly to {dtype}", path=path
         )
     return array.astype(target), dtype
+
+
+def _all_str(values: Any, path: str | None) -> None:
+    if not all(isinstance(v, str) for v in np.asarray(values, dtype=object).flat):
+        raise InvalidRecord(
+            "values mix text with other types; a string column holds only str", path=path
+        )
 
 
 def canonical_dtype(

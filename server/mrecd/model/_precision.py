@@ -28,7 +28,9 @@ def check_precision(precision: object, *, path: str | None = None) -> float:
 
     Legal: a finite binary64 with ``2^-1000 <= p <= 2^1000`` (frame.md §7.2).
     """
-    if isinstance(precision, bool) or not isinstance(precision, (int, float, np.floating, np.integer)):
+    if isinstance(precision, bool) or not isinstance(
+        precision, (int, float, np.floating, np.integer)
+    ):
         raise InvalidRecord(f"precision {precision!r} is not a number", path=path)
     p = float(precision)
     if not (math.isfinite(p) and PRECISION_MIN <= p <= PRECISION_MAX):
@@ -37,6 +39,17 @@ def check_precision(precision: object, *, path: str | None = None) -> float:
             path=path,
         )
     return p
+
+
+def _reals(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
+    """``values`` as float64, refusing anything that is not a real or integer array."""
+    try:
+        x = np.asarray(values)
+    except (ValueError, TypeError) as exc:
+        raise InvalidRecord(f"values are not a rectangular array: {exc}") from None
+    if x.dtype.kind not in "iuf":
+        raise InvalidRecord(f"precision applies to real values, not {x.dtype}")
+    return x.astype(np.float64, copy=False)
 
 
 def quantum(precision: float) -> float:
@@ -56,7 +69,7 @@ def quantize(values: npt.ArrayLike, precision: float) -> npt.NDArray[np.float64]
     of a small negative value survives as ``-0.0``.
     """
     q = quantum(precision)
-    x = np.asarray(values, dtype=np.float64)
+    x = _reals(values)
     with np.errstate(over="ignore", invalid="ignore"):
         # x * (1/q) is exactly x / q: q is a power of two (and 1/q is finite
         # within the precision bounds). rint rounds half to even.
@@ -71,6 +84,6 @@ def quantize(values: npt.ArrayLike, precision: float) -> npt.NDArray[np.float64]
 
 def on_grid(values: npt.ArrayLike, precision: float) -> bool:
     """Whether every value is what :func:`quantize` stores (what a validator checks)."""
-    x = np.asarray(values, dtype=np.float64)
+    x = _reals(values)
     stored: Any = quantize(x, precision)
     return bool(np.array_equal(stored.view(np.uint64), x.view(np.uint64)))

@@ -58,7 +58,10 @@ def check_system_alignment(declaration: Declaration, system: Mapping[str, Block]
                 f"aligned block {name!r} shares its name with a system block (trajectory.md §7.2)",
                 path=f"sequence_schema.blocks.{name}",
             )
-        if spec.structural_shape is not None and int(np.prod(spec.structural_shape)) != system[name].count:
+        if (
+            spec.structural_shape is not None
+            and int(np.prod(spec.structural_shape)) != system[name].count
+        ):
             raise InvalidRecord(
                 f"block {name!r} declares {int(np.prod(spec.structural_shape))} rows per update but"
                 f" system/{name} has {system[name].count}",
@@ -72,7 +75,7 @@ class SequenceState:
     Parameters
     ----------
     declaration
-        The pinned ``sequence_schema``.
+        The pinned ``sequence_schema`` (a :class:`Declaration` or its JSON form).
     system
         The record's ``system`` blocks: a same-named trajectory block holds
         their row count in every update (and equal ``id`` values).
@@ -86,13 +89,14 @@ class SequenceState:
 
     def __init__(
         self,
-        declaration: Declaration,
+        declaration: Declaration | Mapping[str, Any],
         *,
         system: Mapping[str, Block] | None = None,
         sections: Mapping[str, Mapping[str, Block]] | None = None,
     ) -> None:
-        check_system_alignment(declaration, system)
-        self.declaration = declaration
+        pinned = Declaration.from_dict(declaration)  # a Declaration passes through
+        check_system_alignment(pinned, system)
+        self.declaration = pinned
         self.system: dict[str, Block] = dict(system or {})
         self.sections: dict[str, Mapping[str, Block]] = dict(sections or {})
         if system is not None:
@@ -138,6 +142,8 @@ class SequenceState:
         run's.
         """
         where = path or f"frame {self.nstep}"
+        if not isinstance(frame, Frame):
+            raise InvalidRecord(f"admit takes a Frame, not {type(frame).__name__}", path=where)
         step = frame.step
         if step is None:
             raise InvalidRecord("a trajectory frame carries its step number", path=f"{where}.step")
@@ -151,7 +157,11 @@ class SequenceState:
         if self.has_time is not None and has_time != self.has_time:
             raise InvalidRecord(
                 "time is all-or-nothing: frame 0 "
-                + ("had a time, this frame has none" if self.has_time else "had none, this frame has one")
+                + (
+                    "had a time, this frame has none"
+                    if self.has_time
+                    else "had none, this frame has one"
+                )
                 + " (trajectory.md §1.2)",
                 path=f"{where}.time",
             )
@@ -194,9 +204,14 @@ class SequenceState:
                 f" {system_block.count}: same-named blocks align 1:1 (trajectory.md §1.5)",
                 path=f"{where}/{name}",
             )
-        if "id" in block and "id" in system_block and not block["id"].same_values(system_block["id"]):
+        if (
+            "id" in block
+            and "id" in system_block
+            and not block["id"].same_values(system_block["id"])
+        ):
             raise InvalidRecord(
-                f"trajectory {name}/id differs from system/{name}/id row for row (trajectory.md §1.5)",
+                f"trajectory {name}/id differs from system/{name}/id row for row"
+                " (trajectory.md §1.5)",
                 path=f"{where}/{name}/id",
             )
 
@@ -240,4 +255,3 @@ class SequenceState:
                 path=f"{where}/box",
             )
         return box
-

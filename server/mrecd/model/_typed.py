@@ -74,7 +74,11 @@ _INT_RANGE: Final[dict[str, tuple[int, int]]] = {
     "u64": (0, 2**64 - 1),
 }
 _SAFE_INT: Final = 2**53
-_NONFINITE: Final[dict[str, float]] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_NONFINITE: Final[dict[str, float]] = {
+    "NaN": math.nan,
+    "Infinity": math.inf,
+    "-Infinity": -math.inf,
+}
 
 
 def check_tag(tag: object, *, path: str | None = None) -> str:
@@ -103,8 +107,8 @@ def coerce_element(dtype: str, value: Any, *, path: str | None = None) -> Any:
         if isinstance(value, (float, np.floating)):
             return float(value)
         if _is_int(value):
-            as_float = float(value)
-            if abs(int(value)) > _SAFE_INT and int(as_float) != int(value):
+            as_float = _int_to_real(int(value), path)
+            if int(as_float) != int(value):
                 raise InvalidRecord(f"integer {value} is not exactly an f64", path=path)
             return as_float
         raise InvalidRecord(f"{value!r} is not a real (f64)", path=path)
@@ -135,6 +139,15 @@ def coerce_element(dtype: str, value: Any, *, path: str | None = None) -> Any:
     raise InvalidRecord(f"no element dtype {dtype!r}", path=path)
 
 
+def _int_to_real(value: int, path: str | None) -> float:
+    try:
+        return float(value)
+    except OverflowError:
+        raise InvalidRecord(
+            f"an integer of {value.bit_length()} bits is beyond the range of binary64", path=path
+        ) from None
+
+
 def encode_element(dtype: str, value: Any) -> Any:
     """The typed JSON form of one held element value."""
     if dtype == "f64":
@@ -157,9 +170,19 @@ def decode_element(dtype: str, value: Any, *, path: str | None = None) -> Any:
     """Read one typed JSON element; anything but its one spelling is refused."""
     if dtype == "f64":
         if isinstance(value, bool) or value is None:
-            raise InvalidRecord(f"{value!r} is not a real: null is not NaN (frame.md §10.4)", path=path)
-        if isinstance(value, (int, float)):
-            return float(value)
+            raise InvalidRecord(
+                f"{value!r} is not a real: null is not NaN (frame.md §10.4)", path=path
+            )
+        if isinstance(value, int):
+            return _int_to_real(value, path)
+        if isinstance(value, float):
+            if not math.isfinite(value):  # e.g. a literal 1e400 a JSON parser overflowed
+                raise InvalidRecord(
+                    f"{value!r} as a JSON number: a non-finite f64 is spelled 'NaN', 'Infinity'"
+                    " or '-Infinity' (frame.md §10.4)",
+                    path=path,
+                )
+            return value
         if isinstance(value, str) and value in _NONFINITE:
             return _NONFINITE[value]
         raise InvalidRecord(
@@ -199,7 +222,9 @@ def decode_element(dtype: str, value: Any, *, path: str | None = None) -> Any:
     if dtype in ("c64", "c128"):
         if not isinstance(value, list) or len(value) != 2:
             raise InvalidRecord(f"{value!r} is not a complex [re, im] pair", path=path)
-        return complex(decode_element("f64", value[0], path=path), decode_element("f64", value[1], path=path))
+        return complex(
+            decode_element("f64", value[0], path=path), decode_element("f64", value[1], path=path)
+        )
     raise InvalidRecord(f"no element dtype {dtype!r}", path=path)
 
 
@@ -209,8 +234,16 @@ def decode_element(dtype: str, value: Any, *, path: str | None = None) -> Any:
 def finite_json(value: Any, *, path: str | None = None) -> Any:
     """A copy of ``value`` as finite JSON (numpy scalars to Python, tuples to lists).
 
-    Refuses NaN/infinity, non-string keys and anything JSON cannot hold.
+    Refuses NaN/infinity, non-string keys, anything JSON cannot hold, and a
+    document nested deeper than the interpreter can walk.
     """
+    try:
+        return _finite_json(value, path)
+    except RecursionError:
+        raise InvalidRecord("the JSON document is nested too deeply", path=path) from None
+
+
+def _finite_json(value: Any, path: str | None) -> Any:
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, np.bool_):
@@ -219,19 +252,21 @@ def finite_json(value: Any, *, path: str | None = None) -> Any:
         return int(value)
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(value):
-            raise InvalidRecord(f"{value!r} is not finite JSON (NaN and infinity are not JSON)", path=path)
+            raise InvalidRecord(
+                f"{value!r} is not finite JSON (NaN and infinity are not JSON)", path=path
+            )
         return float(value)
     if isinstance(value, Mapping):
         out = {}
         for k, v in value.items():
             if not isinstance(k, str):
                 raise InvalidRecord(f"JSON object key {k!r} is not a string", path=path)
-            out[k] = finite_json(v, path=path)
+            out[k] = _finite_json(v, path)
         return out
     if isinstance(value, np.ndarray):
-        return finite_json(value.tolist(), path=path)
+        return _finite_json(value.tolist(), path)
     if isinstance(value, (list, tuple)):
-        return [finite_json(v, path=path) for v in value]
+        return [_finite_json(v, path) for v in value]
     raise InvalidRecord(f"{type(value).__name__} value {value!r} is not JSON", path=path)
 
 
@@ -269,7 +304,8 @@ def coerce_meta(tag: str, value: Any, *, path: str | None = None) -> Any:
 
 def encode_meta(tag: str, value: Any) -> Any:
     """The typed JSON form of a held value under ``tag``."""
-    element, width = TAG_LAYOUT[tag]
+    layout = TAG_LAYOUT.get(tag)
+    element, width = layout if layout is not None else TAG_LAYOUT[check_tag(tag)]
     if element == "json":
         return value
     if width is None:
@@ -285,7 +321,9 @@ def decode_meta(tag: str, value: Any, *, path: str | None = None) -> Any:
     if width is None:
         return decode_element(element, value, path=path)
     if not isinstance(value, list) or len(value) != width:
-        raise InvalidRecord(f"{tag} is a JSON array of exactly {width} elements, not {value!r}", path=path)
+        raise InvalidRecord(
+            f"{tag} is a JSON array of exactly {width} elements, not {value!r}", path=path
+        )
     return tuple(decode_element(element, v, path=path) for v in value)
 
 
@@ -334,10 +372,14 @@ def infer_tag(value: Any) -> str:
         if n == 3 and kind == "b":
             return "bool3"
         if n == 3 and kind in "iu":
-            return {"i": "i64x3", "u": "u64x3"}[kind] if value.dtype.itemsize == 8 else {
-                "i": "i32x3",
-                "u": "u32x3",
-            }[kind]
+            return (
+                {"i": "i64x3", "u": "u64x3"}[kind]
+                if value.dtype.itemsize == 8
+                else {
+                    "i": "i32x3",
+                    "u": "u32x3",
+                }[kind]
+            )
     return "json"
 
 
@@ -345,7 +387,7 @@ def read_untagged(value: Any, *, path: str | None = None) -> tuple[str, Any]:
     """A reader's view of an untagged stored value: ``(inferred tag, held value)``."""
     tag = infer_tag(value)
     if tag == "f64":
-        return tag, float(value)  # an integer inferred f64 becomes that real
+        return tag, decode_element("f64", value, path=path)  # an integer becomes that real
     if tag == "json":
         return tag, finite_json(value, path=path)
     return tag, value
@@ -353,4 +395,10 @@ def read_untagged(value: Any, *, path: str | None = None) -> tuple[str, Any]:
 
 def meta_equal(tag: str, a: Any, b: Any) -> bool:
     """Compare two held values in typed form: NaN equals NaN, ``True`` is not ``1``."""
+    if tag == "json":  # one document: object key order carries no meaning
+        return _canonical_json(a) == _canonical_json(b)
     return bool(dumps_strict(encode_meta(tag, a)) == dumps_strict(encode_meta(tag, b)))
+
+
+def _canonical_json(value: Any) -> str:
+    return json.dumps(value, allow_nan=False, separators=(",", ":"), sort_keys=True)
