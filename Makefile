@@ -8,7 +8,7 @@ HOST    ?= 127.0.0.1
 PORT    ?= 8000
 DATA    ?= ./data
 
-.PHONY: venv test test-fast bench lint fmt openapi clean
+.PHONY: venv test soak bench lint fmt clean
 
 venv: $(STAMP)
 
@@ -19,10 +19,11 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 test: $(STAMP)
-	$(PY) -m pytest -q
-
-test-fast: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
+
+# Crash-safety soak: SIGKILL a real writer many more times than the suite does.
+soak: $(STAMP)
+	MRECD_SOAK_KILLS=$${KILLS:-500} $(PY) -m pytest -q -m slow tests/trajectory/test_crash.py
 
 bench: $(STAMP)
 	$(PY) -m bench

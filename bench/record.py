@@ -19,9 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import zarr
 
 import mrecd
-import zarr
 from mrecd.bindings.zarr._codecs import inner_codecs
 
 ATOMS = 3000

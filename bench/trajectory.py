@@ -35,7 +35,9 @@ def _root(tmp: Path, name: str) -> Path:
     root.mkdir()
     (root / "zarr.json").write_text('{"zarr_format":3,"node_type":"group","attributes":{}}')
     (root / "meta").mkdir()
-    (root / "meta" / "zarr.json").write_text('{"zarr_format":3,"node_type":"group","attributes":{"molrec_version":2}}')
+    (root / "meta" / "zarr.json").write_text(
+        '{"zarr_format":3,"node_type":"group","attributes":{"molrec_version":2}}'
+    )
     return root
 
 
@@ -46,7 +48,12 @@ def _declaration(precision: float | None) -> dict[str, Any]:
     return {
         "blocks": {
             "atoms": {"columns": {c: dict(column) for c in "xyz"}},
-            "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}, "atomj": {"dtype": "u64", "trailing": []}}},
+            "bonds": {
+                "columns": {
+                    "atomi": {"dtype": "u64", "trailing": []},
+                    "atomj": {"dtype": "u64", "trailing": []},
+                }
+            },
         },
         "meta": {},
     }
@@ -61,7 +68,10 @@ def walk(n_frames: int, n_atoms: int = N_ATOMS, seed: int = 0) -> Iterator[np.nd
         yield pos
 
 
-BONDS = {"atomi": np.arange(0, N_ATOMS - 1, 2, dtype=np.uint64), "atomj": np.arange(1, N_ATOMS, 2, dtype=np.uint64)}
+BONDS = {
+    "atomi": np.arange(0, N_ATOMS - 1, 2, dtype=np.uint64),
+    "atomj": np.arange(1, N_ATOMS, 2, dtype=np.uint64),
+}
 
 
 def frames(n: int, *, bonds: bool = True, seed: int = 0) -> list[mrecd.Frame]:
@@ -101,15 +111,21 @@ def density(tmp: Path) -> list[list[str]]:
         traj.close()
         chunks, files = _column_bytes(root)
         atom_frames = N_ATOMS * n_frames
-        rows.append([f"random walk, p = {p}" if p else "random walk, no precision",
-                     f"{chunks / atom_frames:.2f}", f"{files / atom_frames:.2f}", "24.00"])
+        rows.append(
+            [
+                f"random walk, p = {p}" if p else "random walk, no precision",
+                f"{chunks / atom_frames:.2f}",
+                f"{files / atom_frames:.2f}",
+                "24.00",
+            ]
+        )
     rows += _adk_density(tmp)
     return rows
 
 
 def _adk_density(tmp: Path) -> list[list[str]]:
     try:
-        import MDAnalysis as mda
+        import MDAnalysis as mda  # noqa: N813 - the package's own convention
         from MDAnalysisTests.datafiles import GRO, XTC
     except ImportError:
         return [["adk (MDAnalysisTests)", "n/a: pip install '.[bench]'", "", ""]]
@@ -121,14 +137,34 @@ def _adk_density(tmp: Path) -> list[list[str]]:
     rows = []
     for p in (1e-2, 1e-3):
         root = _root(tmp, f"adk-{p}")
-        create_trajectory(root, {"blocks": {"atoms": {"columns": {c: {"dtype": "f64", "trailing": [], "precision": p} for c in "xyz"}}}, "meta": {}})
+        create_trajectory(
+            root,
+            {
+                "blocks": {
+                    "atoms": {
+                        "columns": {
+                            c: {"dtype": "f64", "trailing": [], "precision": p} for c in "xyz"
+                        }
+                    }
+                },
+                "meta": {},
+            },
+        )
         traj = open_trajectory(root)
-        traj.extend(mrecd.Frame({"atoms": dict(zip("xyz", pos.T, strict=True))}, step=i) for i, pos in enumerate(positions))
+        traj.extend(
+            mrecd.Frame({"atoms": dict(zip("xyz", pos.T, strict=True))}, step=i)
+            for i, pos in enumerate(positions)
+        )
         traj.close()
         chunks, files = _column_bytes(root)
-        rows.append([f"adk protein ({n_atoms} atoms, {len(positions)} frames), p = {p} Å",
-                     f"{chunks / atom_frames:.2f}", f"{files / atom_frames:.2f}",
-                     f"XTC file: {xtc_size / atom_frames:.2f} (0.01 Å grid)"])
+        rows.append(
+            [
+                f"adk protein ({n_atoms} atoms, {len(positions)} frames), p = {p} Å",
+                f"{chunks / atom_frames:.2f}",
+                f"{files / atom_frames:.2f}",
+                f"XTC file: {xtc_size / atom_frames:.2f} (0.01 Å grid)",
+            ]
+        )
     return rows
 
 
@@ -173,13 +209,15 @@ def append_rate(tmp: Path) -> tuple[list[list[str]], list[list[str]]]:
 
 def _xtc_rate(tmp: Path, data: list[mrecd.Frame]) -> tuple[str, float | None]:
     try:
-        import MDAnalysis as mda
+        import MDAnalysis as mda  # noqa: N813 - the package's own convention
         from MDAnalysis.coordinates.XTC import XTCWriter
     except ImportError:
         return ("XTC writer (MDAnalysis): not installed", None)
     universe = mda.Universe.empty(N_ATOMS, trajectory=True)
     path = tmp / "walk.xtc"
-    arrays = [np.stack([f["atoms"][c].values for c in "xyz"], axis=1).astype(np.float32) for f in data]
+    arrays = [
+        np.stack([f["atoms"][c].values for c in "xyz"], axis=1).astype(np.float32) for f in data
+    ]
 
     def write() -> None:
         with XTCWriter(str(path), N_ATOMS) as writer:
@@ -197,8 +235,14 @@ def _zarr_rate(tmp: Path, data: list[mrecd.Frame]) -> tuple[str, float | None]:
     shuffle = zarr.registry.get_codec_class("numcodecs.shuffle")(elementsize=8)
     group = zarr.open_group(str(tmp / "plain.zarr"), mode="w")
     arrays = {
-        c: group.create_array(c, shape=(0,), dtype="f8", chunks=(N_ATOMS,), shards=(N_ATOMS * 1024,),
-                              compressors=[shuffle, ZstdCodec(level=3), Crc32cCodec()])
+        c: group.create_array(
+            c,
+            shape=(0,),
+            dtype="f8",
+            chunks=(N_ATOMS,),
+            shards=(N_ATOMS * 1024,),
+            compressors=[shuffle, ZstdCodec(level=3), Crc32cCodec()],
+        )
         for c in "xyz"
     }
 
@@ -243,7 +287,12 @@ def read_latency(tmp: Path) -> tuple[list[list[str]], list[list[str]]]:
             latencies.append(time.perf_counter() - start)
         rows.append([f"mrecd traj[i], nstep {n:,}", f"{statistics.median(latencies) * 1e3:.3f} ms"])
         if n == 1_000:
-            rows.append(["zarr-python, x/y/z rows of frame i (same store)", f"{_zarr_read(root, picks) * 1e3:.3f} ms"])
+            rows.append(
+                [
+                    "zarr-python, x/y/z rows of frame i (same store)",
+                    f"{_zarr_read(root, picks) * 1e3:.3f} ms",
+                ]
+            )
         bytes_rows.append(_bytes_read(root, n, int(picks[-1])))
     ratio = float(rows[2][1].split()[0]) / float(rows[0][1].split()[0])
     rows.append(["ratio (100,000 / 1,000)", f"{ratio:.2f}"])
@@ -302,7 +351,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mrecd-bench-") as name:
         tmp = Path(name)
         print("### Density: bytes per atom per frame, x/y/z columns\n")
-        print(_table(["case", "encoded chunks", "shard files (with index)", "raw / XTC"], density(tmp)))
+        print(
+            _table(
+                ["case", "encoded chunks", "shard files (with index)", "raw / XTC"], density(tmp)
+            )
+        )
         rates, flat = append_rate(tmp)
         print("\n### Append: 3000-atom frames, one at a time (frames/s)\n")
         print(_table(["writer", "frames/s", "mrecd / writer"], rates))
@@ -312,4 +365,14 @@ def main() -> None:
         print("\n### Read: median latency of frame i (random i)\n")
         print(_table(["read", "median"], latency))
         print("\n### Bytes read for one frame (x, y, z, bonds, an indexed block)\n")
-        print(_table(["store", "bytes of x/y/z chunks", "bytes read (warm)", "bytes read (cold: + shard indexes)"], bytes_rows))
+        print(
+            _table(
+                [
+                    "store",
+                    "bytes of x/y/z chunks",
+                    "bytes read (warm)",
+                    "bytes read (cold: + shard indexes)",
+                ],
+                bytes_rows,
+            )
+        )

@@ -233,7 +233,7 @@ def test_an_array_parameter_round_trips_bit_exactly() -> None:
     [
         (col([["a", "b"]]), "F19"),
         ({"dtype": "f64", "shape": [1, 0], "values": [[]]}, "F20"),
-        (col([[[1.0, NAN], [0.0, 0.0]]]), "F21"),
+        (col([[[1.0, "NaN"], [0.0, 0.0]]]), "F21"),  # the typed spelling reaches F21
         (col([["1", "2"]], "string"), "F19"),
     ],
 )

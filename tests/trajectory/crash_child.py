@@ -19,12 +19,19 @@ import mrecd
 
 DECLARATION: dict[str, Any] = {
     "blocks": {
-        "atoms": {"columns": {
-            "x": {"dtype": "f64", "trailing": [], "precision": 0.001},
-            "y": {"dtype": "f64", "trailing": []},
-            "element": {"dtype": "string", "trailing": []},
-        }},
-        "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}, "atomj": {"dtype": "u64", "trailing": []}}},
+        "atoms": {
+            "columns": {
+                "x": {"dtype": "f64", "trailing": [], "precision": 0.001},
+                "y": {"dtype": "f64", "trailing": []},
+                "element": {"dtype": "string", "trailing": []},
+            }
+        },
+        "bonds": {
+            "columns": {
+                "atomi": {"dtype": "u64", "trailing": []},
+                "atomj": {"dtype": "u64", "trailing": []},
+            }
+        },
         "flags": {"columns": {"on": {"dtype": "bool", "trailing": [], "nullable": True}}},
     },
     "meta": {"pe": {"dtype": "f64", "fill": "NaN"}, "tag": {"dtype": "string"}},
@@ -37,10 +44,17 @@ def presented_frame(i: int) -> mrecd.Frame:
     blocks: dict[str, Any] = {}
     if i % 11 != 5:
         n = 3 + (i // 40) % 3  # row count changes every 40 frames: regular -> indexed
-        blocks["atoms"] = {"x": rng.uniform(-9, 9, n), "y": rng.normal(size=n), "element": ["C"] * n}
+        blocks["atoms"] = {
+            "x": rng.uniform(-9, 9, n),
+            "y": rng.normal(size=n),
+            "element": ["C"] * n,
+        }
     if i % 17 == 0:
         m = i % 3
-        blocks["bonds"] = {"atomi": np.arange(m, dtype=np.uint64), "atomj": np.arange(m, dtype=np.uint64) + 1}
+        blocks["bonds"] = {
+            "atomi": np.arange(m, dtype=np.uint64),
+            "atomj": np.arange(m, dtype=np.uint64) + 1,
+        }
     if i % 13 == 3:
         valid = rng.integers(0, 2, 2).astype(bool)
         blocks["flags"] = {"on": mrecd.Column(rng.integers(0, 2, 2).astype(bool), validity=valid)}
@@ -62,7 +76,16 @@ def expected_frames(n: int) -> list[mrecd.Frame]:
         f = declaration.conform(presented_frame(i))
         current.update(f.blocks)
         box = f.box if f.box is not None else box
-        out.append(mrecd.Frame(dict(current), meta=f.meta, meta_types=f.meta_types, box=box, step=f.step, time=f.time))
+        out.append(
+            mrecd.Frame(
+                dict(current),
+                meta=f.meta,
+                meta_types=f.meta_types,
+                box=box,
+                step=f.step,
+                time=f.time,
+            )
+        )
     return out
 
 

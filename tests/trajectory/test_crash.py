@@ -30,7 +30,10 @@ def run_and_kill(root: Path, seed: int, rng: random.Random) -> int:
     """Start a writer, SIGKILL it after a random delay; the last durable nstep it reported."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     child = subprocess.Popen(
-        [sys.executable, str(CHILD), str(root), str(seed)], stdout=subprocess.PIPE, text=True, env=env
+        [sys.executable, str(CHILD), str(root), str(seed)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
     )
     assert child.stdout is not None
     ready = child.stdout.readline()
@@ -43,14 +46,18 @@ def run_and_kill(root: Path, seed: int, rng: random.Random) -> int:
     return max(durable, default=0)
 
 
-def check_store(root: Path, floor: int, previous: int, sample: random.Random, expected_cache: list) -> int:
+def check_store(
+    root: Path, floor: int, previous: int, sample: random.Random, expected_cache: list
+) -> int:
     traj = open_trajectory(root)
     n = len(traj)
     assert n >= floor, f"nstep {n} below the last durable flush {floor}"
     assert n >= previous, f"nstep went back from {previous} to {n}"
     if len(expected_cache) < n:
         expected_cache[:] = crash_child.expected_frames(n + 200)
-    ordinals = set(range(max(0, n - 30), n)) | {sample.randrange(n) for _ in range(30)} if n else set()
+    ordinals = (
+        set(range(max(0, n - 30), n)) | {sample.randrange(n) for _ in range(30)} if n else set()
+    )
     for i in sorted(ordinals):
         assert traj[i] == expected_cache[i], f"frame {i} differs after a crash"
     return n

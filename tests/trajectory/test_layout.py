@@ -62,8 +62,16 @@ def test_changing_topology_reaction(root: Path, new_trajectory) -> None:
     declaration = {
         "blocks": {
             "atoms": {"columns": {"x": {"dtype": "f64", "trailing": []}}},
-            "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}, "atomj": {"dtype": "u64", "trailing": []}}},
-            "atom_types": {"aligned_with": "atoms", "columns": {"type": {"dtype": "string", "trailing": []}}},
+            "bonds": {
+                "columns": {
+                    "atomi": {"dtype": "u64", "trailing": []},
+                    "atomj": {"dtype": "u64", "trailing": []},
+                }
+            },
+            "atom_types": {
+                "aligned_with": "atoms",
+                "columns": {"type": {"dtype": "string", "trailing": []}},
+            },
             "insertions": {"columns": {"atomi": {"dtype": "u64", "trailing": []}}},
         },
         "meta": {},
@@ -72,14 +80,37 @@ def test_changing_topology_reaction(root: Path, new_trajectory) -> None:
     cell = lambda a: mrecd.Box(np.eye(3) * a)  # noqa: E731
     traj.extend(
         [
-            frame(0, blocks={"atoms": {"x": np.arange(4.0)}, "bonds": {"atomi": u64(0, 1), "atomj": u64(1, 2)},
-                             "atom_types": {"type": ["a"] * 4}}, box=cell(12.0)),
+            frame(
+                0,
+                blocks={
+                    "atoms": {"x": np.arange(4.0)},
+                    "bonds": {"atomi": u64(0, 1), "atomj": u64(1, 2)},
+                    "atom_types": {"type": ["a"] * 4},
+                },
+                box=cell(12.0),
+            ),
             frame(10, blocks={"atoms": {"x": np.arange(4.0) + 1}}),
-            frame(20, blocks={"atoms": {"x": np.arange(4.0) + 2}, "bonds": {"atomi": u64(0, 1, 2), "atomj": u64(1, 2, 3)},
-                              "atom_types": {"type": ["b"] * 4}}),
-            frame(25, blocks={"atoms": {"x": np.arange(5.0)}, "atom_types": {"type": ["c"] * 5},
-                              "insertions": {"atomi": u64(4)}}),
-            frame(30, blocks={"atoms": {"x": np.arange(5.0) + 1}, "insertions": {"atomi": u64()}}, box=cell(12.25)),
+            frame(
+                20,
+                blocks={
+                    "atoms": {"x": np.arange(4.0) + 2},
+                    "bonds": {"atomi": u64(0, 1, 2), "atomj": u64(1, 2, 3)},
+                    "atom_types": {"type": ["b"] * 4},
+                },
+            ),
+            frame(
+                25,
+                blocks={
+                    "atoms": {"x": np.arange(5.0)},
+                    "atom_types": {"type": ["c"] * 5},
+                    "insertions": {"atomi": u64(4)},
+                },
+            ),
+            frame(
+                30,
+                blocks={"atoms": {"x": np.arange(5.0) + 1}, "insertions": {"atomi": u64()}},
+                box=cell(12.25),
+            ),
         ]
     )
     traj.close()
@@ -124,16 +155,31 @@ def test_changing_topology_reaction(root: Path, new_trajectory) -> None:
 def test_growth_trajectory(root: Path, new_trajectory) -> None:
     """§11.3: a growing block is indexed, steps a progression, a fixed attribute cell."""
     declaration = {
-        "blocks": {"atoms": {"columns": {
-            "element": {"dtype": "string", "trailing": []}, "mol_id": {"dtype": "u64", "trailing": []},
-            "x": {"dtype": "f64", "trailing": []}, "y": {"dtype": "f64", "trailing": []}, "z": {"dtype": "f64", "trailing": []}}}},
+        "blocks": {
+            "atoms": {
+                "columns": {
+                    "element": {"dtype": "string", "trailing": []},
+                    "mol_id": {"dtype": "u64", "trailing": []},
+                    "x": {"dtype": "f64", "trailing": []},
+                    "y": {"dtype": "f64", "trailing": []},
+                    "z": {"dtype": "f64", "trailing": []},
+                }
+            }
+        },
         "meta": {"pe": {"dtype": "f64"}},
     }
     traj = new_trajectory(declaration)
-    counts = [2, 2, 5] + list(range(6, 22))
+    counts = [2, 2, 5, *range(6, 22)]
     for i, n in enumerate(counts):
         block = {**atoms(n, i), "element": ["C"] * n, "mol_id": np.zeros(n, dtype=np.uint64)}
-        traj.append(frame(10 * i, blocks={"atoms": block}, meta={"pe": float(i)}, box=mrecd.Box(np.eye(3) * 20)))
+        traj.append(
+            frame(
+                10 * i,
+                blocks={"atoms": block},
+                meta={"pe": float(i)},
+                box=mrecd.Box(np.eye(3) * 20),
+            )
+        )
     traj.close()
     tr = root / "trajectory"
     assert attrs(tr)["step_progression"] == {"start": 0, "stride": 10}
@@ -230,7 +276,13 @@ def test_fixed_cell_migrates_to_arrays(root: Path, new_trajectory) -> None:
     """Cell 12.0 at frames 0-3, 12.25 at 4: step_index [0, 4], no attributes left."""
     traj = new_trajectory(xyz_declaration())
     for i in range(5):
-        traj.append(frame(i, blocks={"atoms": atoms(2)}, box=mrecd.Box(np.eye(3) * (12.25 if i == 4 else 12.0))))
+        traj.append(
+            frame(
+                i,
+                blocks={"atoms": atoms(2)},
+                box=mrecd.Box(np.eye(3) * (12.25 if i == 4 else 12.0)),
+            )
+        )
     traj.close()
     box = root / "trajectory" / "box"
     assert attrs(box) == {}
@@ -245,7 +297,9 @@ def test_cell_appearing_late_and_non_default_parts(root: Path, new_trajectory) -
     traj = new_trajectory(xyz_declaration())
     traj.append(frame(0, blocks={"atoms": atoms(2)}))
     traj.append(frame(1, box=mrecd.Box(np.eye(3) * 10)))
-    traj.append(frame(2, box=mrecd.Box(np.eye(3) * 10, origin=[1.0, 0, 0], boundary=[True, True, False])))
+    traj.append(
+        frame(2, box=mrecd.Box(np.eye(3) * 10, origin=[1.0, 0, 0], boundary=[True, True, False]))
+    )
     traj.append(frame(3))  # the cell carries forward
     traj.close()
     box = root / "trajectory" / "box"
@@ -254,12 +308,18 @@ def test_cell_appearing_late_and_non_default_parts(root: Path, new_trajectory) -
     assert zarr_values(box / "boundary") == [[True, True, True], [True, True, False]]
     reader = open_trajectory(root)
     assert reader[0].box is None
-    assert reader[3].box == mrecd.Box(np.eye(3) * 10, origin=[1.0, 0, 0], boundary=[True, True, False])
+    assert reader[3].box == mrecd.Box(
+        np.eye(3) * 10, origin=[1.0, 0, 0], boundary=[True, True, False]
+    )
 
 
 def test_undefined_cell(root: Path, new_trajectory) -> None:
     traj = new_trajectory(xyz_declaration())
-    traj.append(frame(0, blocks={"atoms": atoms(2)}, box=mrecd.Box(cell_defined=False, origin=[1.0, 2.0, 3.0])))
+    traj.append(
+        frame(
+            0, blocks={"atoms": atoms(2)}, box=mrecd.Box(cell_defined=False, origin=[1.0, 2.0, 3.0])
+        )
+    )
     traj.close()
     box_attrs = attrs(root / "trajectory" / "box")
     assert box_attrs["cell_defined"] is False
@@ -277,7 +337,7 @@ def test_cell_defined_is_one_flag(new_trajectory) -> None:
 
 
 def test_regular_block_breaks_into_index(root: Path, new_trajectory) -> None:
-    """Updates of 4 rows at ordinals 0, 1, then 5 rows at 2: both arrays backfilled, markers gone."""
+    """4 rows at ordinals 0 and 1, then 5 rows at 2: arrays backfilled, markers gone."""
     traj = new_trajectory(xyz_declaration())
     traj.append(frame(0, blocks={"atoms": atoms(4)}))
     traj.append(frame(1, blocks={"atoms": atoms(4, 1)}))
@@ -294,10 +354,19 @@ def test_regular_block_breaks_into_index(root: Path, new_trajectory) -> None:
 def test_constant_topology_is_one_regular_update(root: Path, new_trajectory) -> None:
     """`bonds` presented identically at every frame: one update at 0, markers, length 2."""
     declaration = xyz_declaration()
-    declaration["blocks"]["bonds"] = {"columns": {"atomi": {"dtype": "u64", "trailing": []}, "atomj": {"dtype": "u64", "trailing": []}}}
+    declaration["blocks"]["bonds"] = {
+        "columns": {
+            "atomi": {"dtype": "u64", "trailing": []},
+            "atomj": {"dtype": "u64", "trailing": []},
+        }
+    }
     traj = new_trajectory(declaration)
     for i in range(6):
-        traj.append(frame(i, blocks={"atoms": atoms(3, i), "bonds": {"atomi": u64(0, 1), "atomj": u64(1, 2)}}))
+        traj.append(
+            frame(
+                i, blocks={"atoms": atoms(3, i), "bonds": {"atomi": u64(0, 1), "atomj": u64(1, 2)}}
+            )
+        )
     traj.close()
     bonds = root / "trajectory" / "bonds"
     assert attrs(bonds) == {"uniform_rows": 2, "dense_updates": True}
@@ -346,7 +415,9 @@ def test_bitwise_comparison_after_rounding(root: Path, new_trajectory) -> None:
     traj = new_trajectory(xyz_declaration(precision=1e-3))
     base = {"x": np.array([0.0, np.nan]), "y": np.array([1.0, 2.0]), "z": np.array([1.0, 2.0])}
     traj.append(frame(0, blocks={"atoms": base}))
-    traj.append(frame(1, blocks={"atoms": {**base, "y": base["y"] + 0.0001}}))  # q = 2^-10: unchanged
+    traj.append(
+        frame(1, blocks={"atoms": {**base, "y": base["y"] + 0.0001}})
+    )  # q = 2^-10: unchanged
     traj.append(frame(2, blocks={"atoms": dict(base)}))  # NaN repeated: unchanged
     traj.flush()
     assert attrs(root / "trajectory" / "atoms") == {"uniform_rows": 2, "dense_updates": True}
@@ -383,7 +454,13 @@ def test_meta_fills_and_vectors(root: Path, new_trajectory) -> None:
         "big": {"dtype": "u64", "fill": "18446744073709551615"},
     }
     traj = new_trajectory(xyz_declaration(**meta))
-    traj.append(frame(0, blocks={"atoms": atoms(1)}, meta={"pe": 1, "n": 3, "stress": [1, 2, 3, 4, 5, 6], "info": {"a": [1]}}))
+    traj.append(
+        frame(
+            0,
+            blocks={"atoms": atoms(1)},
+            meta={"pe": 1, "n": 3, "stress": [1, 2, 3, 4, 5, 6], "info": {"a": [1]}},
+        )
+    )
     traj.append(frame(1, meta={"stress": np.arange(6.0)}))
     with pytest.raises(mrecd.InvalidRecord, match="stress"):
         traj.append(frame(2))  # no fill for stress
@@ -398,17 +475,31 @@ def test_meta_fills_and_vectors(root: Path, new_trajectory) -> None:
     assert f0.meta["pe"] == 1.0 and isinstance(f0.meta["pe"], float)
     assert math.isnan(f1.meta["pe"]) and f1.meta["n"] == -1 and f1.meta["big"] == 2**64 - 1
     assert f1.meta["info"] is None and f0.meta["info"] == {"a": [1]}
-    assert f1.meta_types == {"pe": "f64", "n": "i32", "stress": "f64x6", "info": "json", "big": "u64"}
+    assert f1.meta_types == {
+        "pe": "f64",
+        "n": "i32",
+        "stress": "f64x6",
+        "info": "json",
+        "big": "u64",
+    }
     np.testing.assert_array_equal(reader.series("n"), [3, -1])
 
 
 def test_nullable_columns_write_masks(root: Path, new_trajectory) -> None:
-    declaration = {"blocks": {"atoms": {"columns": {"q": {"dtype": "f64", "trailing": [], "nullable": True}}}}, "meta": {}}
+    declaration = {
+        "blocks": {"atoms": {"columns": {"q": {"dtype": "f64", "trailing": [], "nullable": True}}}},
+        "meta": {},
+    }
     traj = new_trajectory(declaration)
     traj.append(frame(0, blocks={"atoms": {"q": mrecd.Column([1.0, 2.0], validity=[True, False])}}))
     traj.append(frame(1, blocks={"atoms": {"q": [3.0, 4.0]}}))
     traj.close()
-    assert zarr_values(root / "trajectory" / "atoms" / "_validity" / "q") == [True, False, True, True]
+    assert zarr_values(root / "trajectory" / "atoms" / "_validity" / "q") == [
+        True,
+        False,
+        True,
+        True,
+    ]
     reader = open_trajectory(root)
     assert reader[0]["atoms"]["q"].validity.tolist() == [True, False]
     assert reader[1]["atoms"]["q"].validity is None
@@ -432,7 +523,15 @@ def test_first_append_creates_the_trajectory(root: Path, new_trajectory) -> None
 
 
 def test_structural_shape_fixes_row_count(root: Path, new_trajectory) -> None:
-    declaration = {"blocks": {"grid": {"structural_shape": [2, 2], "columns": {"rho": {"dtype": "f64", "trailing": []}}}}, "meta": {}}
+    declaration = {
+        "blocks": {
+            "grid": {
+                "structural_shape": [2, 2],
+                "columns": {"rho": {"dtype": "f64", "trailing": []}},
+            }
+        },
+        "meta": {},
+    }
     traj = new_trajectory(declaration)
     traj.append(frame(0, blocks={"grid": {"rho": np.ones(4)}}))
     with pytest.raises(mrecd.InvalidRecord, match="structural_shape"):
@@ -443,15 +542,36 @@ def test_structural_shape_fixes_row_count(root: Path, new_trajectory) -> None:
 
 
 def test_trailing_shapes_and_every_dtype(root: Path, new_trajectory) -> None:
-    dtypes = {"f64": "<f8", "i8": "i1", "i16": "<i2", "i32": "<i4", "i64": "<i8", "u8": "u1", "u16": "<u2",
-              "u32": "<u4", "u64": "<u8", "bool": "?", "c64": "<c8", "c128": "<c16"}
+    dtypes = {
+        "f64": "<f8",
+        "i8": "i1",
+        "i16": "<i2",
+        "i32": "<i4",
+        "i64": "<i8",
+        "u8": "u1",
+        "u16": "<u2",
+        "u32": "<u4",
+        "u64": "<u8",
+        "bool": "?",
+        "c64": "<c8",
+        "c128": "<c16",
+    }
     rng = np.random.default_rng(0)
     columns = {}
     for name, np_dtype in dtypes.items():
-        raw = rng.integers(0, 100, (3, 2)).astype(np_dtype) if name != "bool" else rng.integers(0, 2, (3, 2)).astype(bool)
+        raw = (
+            rng.integers(0, 100, (3, 2)).astype(np_dtype)
+            if name != "bool"
+            else rng.integers(0, 2, (3, 2)).astype(bool)
+        )
         columns[f"c_{name}"] = raw
-    columns["c_string"] = np.array([["a", "bé"], ["", "x"], ["日本", "z"]], dtype=np.dtypes.StringDType())
-    declaration = {"blocks": {"b": {"columns": {k: {"dtype": k[2:], "trailing": [2]} for k in columns}}}, "meta": {}}
+    columns["c_string"] = np.array(
+        [["a", "bé"], ["", "x"], ["日本", "z"]], dtype=np.dtypes.StringDType()
+    )
+    declaration = {
+        "blocks": {"b": {"columns": {k: {"dtype": k[2:], "trailing": [2]} for k in columns}}},
+        "meta": {},
+    }
     traj = new_trajectory(declaration)
     traj.append(frame(0, blocks={"b": columns}))
     traj.close()

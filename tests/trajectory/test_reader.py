@@ -14,7 +14,7 @@ import zarr
 import mrecd
 from mrecd.api._trajectory import open_trajectory, validate_trajectory
 
-from .conftest import atoms, attrs, frame, u64, write_attrs, xyz_declaration
+from .conftest import atoms, attrs, frame, u64, write_attrs
 
 
 def plain_group(path: Path, attributes: dict[str, Any]) -> zarr.Group:
@@ -24,7 +24,9 @@ def plain_group(path: Path, attributes: dict[str, Any]) -> zarr.Group:
 
 def plain_array(group: zarr.Group, name: str, values: Any, **attributes: Any) -> None:
     values = np.asarray(values)
-    array = group.create_array(name, shape=values.shape, dtype=values.dtype, chunks=values.shape or (1,))
+    array = group.create_array(
+        name, shape=values.shape, dtype=values.dtype, chunks=values.shape or (1,)
+    )
     array[...] = values
     if attributes:
         array.attrs.update(attributes)
@@ -40,13 +42,18 @@ DECL_X = {"blocks": {"atoms": {"columns": {"x": {"dtype": "f64", "trailing": []}
 
 def test_uncommitted_tail_is_ignored(root: Path) -> None:
     """nstep 3, step_index [0,1,2,3], offset [0,4,8,12,17]: 3 updates, 12 logical rows."""
+
     def build(tr: zarr.Group) -> None:
         g = tr.create_group("atoms")
         plain_array(g, "step_index", u64(0, 1, 2, 3))
         plain_array(g, "offset", u64(0, 4, 8, 12, 17))
         plain_array(g, "x", np.arange(17.0))
 
-    foreign_store(root, {"sequence_schema": DECL_X, "nstep": 3, "step_progression": {"start": 0, "stride": 1}}, build)
+    foreign_store(
+        root,
+        {"sequence_schema": DECL_X, "nstep": 3, "step_progression": {"start": 0, "stride": 1}},
+        build,
+    )
     traj = open_trajectory(root)
     assert len(traj) == 3
     np.testing.assert_array_equal(traj[2]["atoms"]["x"].values, [8.0, 9.0, 10.0, 11.0])
@@ -55,14 +62,21 @@ def test_uncommitted_tail_is_ignored(root: Path) -> None:
 
 def test_regular_block_shortest_column(root: Path) -> None:
     """uniform_rows 4, x length 18, y length 12, nstep 5: 3 updates; frame 4 -> rows 8:12."""
-    decl = {"blocks": {"atoms": {"columns": {c: {"dtype": "f64", "trailing": []} for c in "xy"}}}, "meta": {}}
+    decl = {
+        "blocks": {"atoms": {"columns": {c: {"dtype": "f64", "trailing": []} for c in "xy"}}},
+        "meta": {},
+    }
 
     def build(tr: zarr.Group) -> None:
         g = tr.create_group("atoms", attributes={"uniform_rows": 4, "dense_updates": True})
         plain_array(g, "x", np.arange(18.0))
         plain_array(g, "y", np.arange(12.0))
 
-    foreign_store(root, {"sequence_schema": decl, "nstep": 5, "step_progression": {"start": 0, "stride": 1}}, build)
+    foreign_store(
+        root,
+        {"sequence_schema": decl, "nstep": 5, "step_progression": {"start": 0, "stride": 1}},
+        build,
+    )
     traj = open_trajectory(root)
     np.testing.assert_array_equal(traj[4]["atoms"]["x"].values, [8.0, 9.0, 10.0, 11.0])
     np.testing.assert_array_equal(traj[1]["atoms"]["y"].values, [4.0, 5.0, 6.0, 7.0])
@@ -73,8 +87,12 @@ def test_regular_block_four_updates(root: Path) -> None:
         g = tr.create_group("atoms", attributes={"uniform_rows": 4, "dense_updates": True})
         plain_array(g, "x", np.arange(16.0))
 
-    foreign_store(root, {"sequence_schema": DECL_X, "nstep": 4, "step_progression": {"start": 0}}, build)
-    np.testing.assert_array_equal(open_trajectory(root)[2]["atoms"]["x"].values, [8.0, 9.0, 10.0, 11.0])
+    foreign_store(
+        root, {"sequence_schema": DECL_X, "nstep": 4, "step_progression": {"start": 0}}, build
+    )
+    np.testing.assert_array_equal(
+        open_trajectory(root)[2]["atoms"]["x"].values, [8.0, 9.0, 10.0, 11.0]
+    )
 
 
 def test_no_nstep_uses_step_length(root: Path) -> None:
@@ -123,15 +141,27 @@ def test_steps_missing_entirely_refused(root: Path) -> None:
     ("tamper", "match"),
     [
         (lambda tr: write_attrs(tr, {**attrs(tr), "nstep": -1}), "nstep"),
-        (lambda tr: write_attrs(tr, {k: v for k, v in attrs(tr).items() if k != "nstep"}), "progression"),
+        (
+            lambda tr: write_attrs(tr, {k: v for k, v in attrs(tr).items() if k != "nstep"}),
+            "progression",
+        ),
         (lambda tr: write_attrs(tr / "atoms", {"uniform_rows": 4}), "pair"),
         (lambda tr: write_attrs(tr / "atoms", {"dense_updates": True}), "pair"),
-        (lambda tr: write_attrs(tr / "atoms", {"uniform_rows": 0, "dense_updates": True}), "positive"),
-        (lambda tr: write_attrs(tr / "atoms", {"uniform_rows": "4", "dense_updates": True}), "positive"),
+        (
+            lambda tr: write_attrs(tr / "atoms", {"uniform_rows": 0, "dense_updates": True}),
+            "positive",
+        ),
+        (
+            lambda tr: write_attrs(tr / "atoms", {"uniform_rows": "4", "dense_updates": True}),
+            "positive",
+        ),
         (lambda tr: write_attrs(tr / "meta" / "pe", {}), "meta_dtype"),
         (lambda tr: write_attrs(tr / "meta" / "pe", {"meta_dtype": "i64"}), "meta_dtype"),
         (lambda tr: write_attrs(tr / "meta" / "pe", {"meta_dtype": "f32"}), "tag"),
-        (lambda tr: write_attrs(tr, {**attrs(tr), "step_progression": {"start": 1.5}}), "step_progression"),
+        (
+            lambda tr: write_attrs(tr, {**attrs(tr), "step_progression": {"start": 1.5}}),
+            "step_progression",
+        ),
     ],
 )
 def test_tampered_store_is_refused(root: Path, tamper: Any, match: str) -> None:
@@ -152,7 +182,11 @@ def _indexed_store(root: Path, step_index: list[int], offset: list[int], nstep: 
         plain_array(g, "offset", np.array(offset, dtype=np.uint64))
         plain_array(g, "x", np.arange(float(max(offset))))
 
-    foreign_store(root, {"sequence_schema": DECL_X, "nstep": nstep, "step_progression": {"start": 0, "stride": 1}}, build)
+    foreign_store(
+        root,
+        {"sequence_schema": DECL_X, "nstep": nstep, "step_progression": {"start": 0, "stride": 1}},
+        build,
+    )
 
 
 def test_non_monotonic_offset_refused(root: Path) -> None:
@@ -171,12 +205,17 @@ def test_repeating_step_index_refused(root: Path) -> None:
 
 def test_meta_shorter_than_nstep_refused(root: Path) -> None:
     """nstep 3 and meta/pe of length 2."""
+
     def build(tr: zarr.Group) -> None:
         m = tr.create_group("meta")
         plain_array(m, "pe", np.array([1.0, 2.0]), meta_dtype="f64")
 
     decl = {"blocks": {}, "meta": {"pe": {"dtype": "f64"}}}
-    foreign_store(root, {"sequence_schema": decl, "nstep": 3, "step_progression": {"start": 0, "stride": 1}}, build)
+    foreign_store(
+        root,
+        {"sequence_schema": decl, "nstep": 3, "step_progression": {"start": 0, "stride": 1}},
+        build,
+    )
     with pytest.raises(mrecd.InvalidRecord, match="nstep"):
         open_trajectory(root)[0]
 
@@ -190,7 +229,11 @@ def test_meta_array_not_what_its_tag_prescribes(root: Path, values: Any, tag: st
         plain_array(tr.create_group("meta"), "v", values, meta_dtype=tag)
 
     decl = {"blocks": {}, "meta": {"v": {"dtype": tag}}}
-    foreign_store(root, {"sequence_schema": decl, "nstep": 4, "step_progression": {"start": 0, "stride": 1}}, build)
+    foreign_store(
+        root,
+        {"sequence_schema": decl, "nstep": 4, "step_progression": {"start": 0, "stride": 1}},
+        build,
+    )
     with pytest.raises(mrecd.InvalidRecord, match="prescribes"):
         open_trajectory(root)[0]
 
@@ -205,13 +248,18 @@ def test_arrays_shorter_than_logical_length_refused(root: Path) -> None:
 
 def test_markers_beside_index_arrays_win(root: Path) -> None:
     """A crash between materializing the index and removing the markers: the arrays win."""
+
     def build(tr: zarr.Group) -> None:
         g = tr.create_group("atoms", attributes={"uniform_rows": 2, "dense_updates": True})
         plain_array(g, "step_index", u64(0, 1, 2))
         plain_array(g, "offset", u64(0, 2, 4, 7))
         plain_array(g, "x", np.arange(7.0))
 
-    foreign_store(root, {"sequence_schema": DECL_X, "nstep": 3, "step_progression": {"start": 0, "stride": 1}}, build)
+    foreign_store(
+        root,
+        {"sequence_schema": DECL_X, "nstep": 3, "step_progression": {"start": 0, "stride": 1}},
+        build,
+    )
     assert open_trajectory(root)[2]["atoms"].count == 3
 
 
@@ -227,14 +275,24 @@ def test_markers_on_a_block_without_columns_refused(root: Path) -> None:
 
 
 def test_declared_block_without_updates_is_absent(root: Path) -> None:
-    decl = {"blocks": {"atoms": DECL_X["blocks"]["atoms"], "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}}}}, "meta": {}}
+    decl = {
+        "blocks": {
+            "atoms": DECL_X["blocks"]["atoms"],
+            "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}}},
+        },
+        "meta": {},
+    }
 
     def build(tr: zarr.Group) -> None:
         g = tr.create_group("atoms", attributes={"uniform_rows": 1, "dense_updates": True})
         plain_array(g, "x", np.arange(2.0))
         plain_array(tr.create_group("bonds"), "atomi", np.zeros(3, dtype=np.uint64))  # tail only
 
-    foreign_store(root, {"sequence_schema": decl, "nstep": 2, "step_progression": {"start": 0, "stride": 1}}, build)
+    foreign_store(
+        root,
+        {"sequence_schema": decl, "nstep": 2, "step_progression": {"start": 0, "stride": 1}},
+        build,
+    )
     traj = open_trajectory(root)
     assert set(traj[1]) == {"atoms"}
 
@@ -245,7 +303,9 @@ def test_undeclared_group_is_not_a_block(root: Path) -> None:
         plain_array(g, "x", np.arange(1.0))
         plain_array(tr.create_group("x_vendor"), "blob", np.arange(3.0))
 
-    foreign_store(root, {"sequence_schema": DECL_X, "nstep": 1, "step_progression": {"start": 0}}, build)
+    foreign_store(
+        root, {"sequence_schema": DECL_X, "nstep": 1, "step_progression": {"start": 0}}, build
+    )
     assert set(open_trajectory(root)[0]) == {"atoms"}
 
 
@@ -254,7 +314,9 @@ def test_float32_column_refused(root: Path) -> None:
         g = tr.create_group("atoms", attributes={"uniform_rows": 1, "dense_updates": True})
         plain_array(g, "x", np.arange(1.0, dtype=np.float32))
 
-    foreign_store(root, {"sequence_schema": DECL_X, "nstep": 1, "step_progression": {"start": 0}}, build)
+    foreign_store(
+        root, {"sequence_schema": DECL_X, "nstep": 1, "step_progression": {"start": 0}}, build
+    )
     with pytest.raises(mrecd.InvalidRecord, match="float32"):
         open_trajectory(root)[0]
 
@@ -262,10 +324,20 @@ def test_float32_column_refused(root: Path) -> None:
 def test_big_endian_arrays_decode(root: Path) -> None:
     def build(tr: zarr.Group) -> None:
         g = tr.create_group("atoms", attributes={"uniform_rows": 2, "dense_updates": True})
-        array = g.create_array("x", shape=(4,), dtype=">f8", chunks=(4,), serializer={"name": "bytes", "configuration": {"endian": "big"}})
+        array = g.create_array(
+            "x",
+            shape=(4,),
+            dtype=">f8",
+            chunks=(4,),
+            serializer={"name": "bytes", "configuration": {"endian": "big"}},
+        )
         array[:] = np.arange(4.0)
 
-    foreign_store(root, {"sequence_schema": DECL_X, "nstep": 2, "step_progression": {"start": 0, "stride": 1}}, build)
+    foreign_store(
+        root,
+        {"sequence_schema": DECL_X, "nstep": 2, "step_progression": {"start": 0, "stride": 1}},
+        build,
+    )
     np.testing.assert_array_equal(open_trajectory(root)[1]["atoms"]["x"].values, [2.0, 3.0])
 
 
@@ -274,7 +346,10 @@ def test_aligned_block_tampered_offset_refused(root: Path) -> None:
     decl = {
         "blocks": {
             "atoms": {"columns": {"x": {"dtype": "f64", "trailing": []}}},
-            "atom_types": {"aligned_with": "atoms", "columns": {"type": {"dtype": "string", "trailing": []}}},
+            "atom_types": {
+                "aligned_with": "atoms",
+                "columns": {"type": {"dtype": "string", "trailing": []}},
+            },
         },
         "meta": {},
     }
@@ -287,7 +362,11 @@ def test_aligned_block_tampered_offset_refused(root: Path) -> None:
         plain_array(t, "offset", u64(0, 3, 5))
         plain_array(t, "type", np.array(["a", "b", "c", "d", "e"], dtype=np.dtypes.StringDType()))
 
-    foreign_store(root, {"sequence_schema": decl, "nstep": 2, "step_progression": {"start": 0, "stride": 1}}, build)
+    foreign_store(
+        root,
+        {"sequence_schema": decl, "nstep": 2, "step_progression": {"start": 0, "stride": 1}},
+        build,
+    )
     traj = open_trajectory(root)
     assert traj[0]["atom_types"].count == 3
     with pytest.raises(mrecd.InvalidRecord, match="aligned"):
@@ -296,14 +375,23 @@ def test_aligned_block_tampered_offset_refused(root: Path) -> None:
 
 
 def test_validator_reports_off_grid_precision_values(root: Path) -> None:
-    decl = {"blocks": {"atoms": {"columns": {"x": {"dtype": "f64", "trailing": [], "precision": 0.001}}}}, "meta": {}}
+    decl = {
+        "blocks": {
+            "atoms": {"columns": {"x": {"dtype": "f64", "trailing": [], "precision": 0.001}}}
+        },
+        "meta": {},
+    }
 
     def build(tr: zarr.Group) -> None:
         g = tr.create_group("atoms", attributes={"uniform_rows": 2, "dense_updates": True})
         plain_array(g, "x", np.array([0.1, 0.2]))  # not multiples of 2^-10
 
-    foreign_store(root, {"sequence_schema": decl, "nstep": 1, "step_progression": {"start": 0}}, build)
-    np.testing.assert_array_equal(open_trajectory(root)[0]["atoms"]["x"].values, [0.1, 0.2])  # read, not refused
+    foreign_store(
+        root, {"sequence_schema": decl, "nstep": 1, "step_progression": {"start": 0}}, build
+    )
+    np.testing.assert_array_equal(
+        open_trajectory(root)[0]["atoms"]["x"].values, [0.1, 0.2]
+    )  # read, not refused
     problems = validate_trajectory(root)
     assert len(problems) == 1 and "grid" in problems[0].message
     assert problems[0].path == "trajectory/atoms/x" and problems[0].rule == "frame.md §7.2"
@@ -326,14 +414,24 @@ def test_trajectory_attributes_are_strict_json(root: Path) -> None:
     open_trajectory(root).append(frame(0, blocks={"atoms": atoms(1)}))
     path = root / "trajectory" / "zarr.json"
     text = path.read_text().replace('"nstep":0', '"nstep":NaN')
-    path.write_text(text if "NaN" in text else json.dumps(json.loads(text)).replace('"nstep": 0', '"nstep": NaN'))
+    path.write_text(
+        text
+        if "NaN" in text
+        else json.dumps(json.loads(text)).replace('"nstep": 0', '"nstep": NaN')
+    )
     with pytest.raises(mrecd.InvalidRecord):
         open_trajectory(root)[0]
 
 
 def test_block_with_no_committed_update_is_absent_even_if_partial(root: Path) -> None:
     """A writer killed during a block's first commit: step_index landed, offset did not."""
-    decl = {"blocks": {"atoms": DECL_X["blocks"]["atoms"], "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}}}}, "meta": {}}
+    decl = {
+        "blocks": {
+            "atoms": DECL_X["blocks"]["atoms"],
+            "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}}},
+        },
+        "meta": {},
+    }
 
     def build(tr: zarr.Group) -> None:
         g = tr.create_group("atoms", attributes={"uniform_rows": 1, "dense_updates": True})
@@ -343,6 +441,8 @@ def test_block_with_no_committed_update_is_absent_even_if_partial(root: Path) ->
         b.create_array("offset", shape=(0,), dtype="uint64", chunks=(1,))
         b.create_array("atomi", shape=(0,), dtype="uint64", chunks=(1,))
 
-    foreign_store(root, {"sequence_schema": decl, "nstep": 1, "step_progression": {"start": 0}}, build)
+    foreign_store(
+        root, {"sequence_schema": decl, "nstep": 1, "step_progression": {"start": 0}}, build
+    )
     assert set(open_trajectory(root)[0]) == {"atoms"}
     assert validate_trajectory(root) == []

@@ -23,7 +23,9 @@ from .conftest import atoms, attrs, frame, make_root, u64, write_attrs, xyz_decl
 
 
 def snapshot(path: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()
+    }
 
 
 def test_append_returns_length_and_reads_see_queued_frames(root: Path) -> None:
@@ -61,7 +63,9 @@ def test_refused_frame_changes_nothing(root: Path) -> None:
     before = snapshot(root)
     bad = [
         frame(1, blocks={"bonds": {"atomi": u64(0)}}, meta={"pe": 1.0}),  # undeclared block
-        frame(1, blocks={"atoms": {**atoms(2), "q": [1.0, 2.0]}}, meta={"pe": 1.0}),  # undeclared column
+        frame(
+            1, blocks={"atoms": {**atoms(2), "q": [1.0, 2.0]}}, meta={"pe": 1.0}
+        ),  # undeclared column
         frame(1, blocks={"atoms": atoms(2)}, meta={"pe": 1.0, "ke": 2.0}),  # undeclared key
         frame(1, blocks={"atoms": atoms(2)}),  # omitted key without fill
         frame(0, blocks={"atoms": atoms(2)}, meta={"pe": 1.0}),  # repeated step
@@ -79,7 +83,11 @@ def test_refused_frame_changes_nothing(root: Path) -> None:
 def test_extend_is_all_or_nothing(root: Path) -> None:
     traj = open_trajectory(root)
     traj.append(frame(0, blocks={"atoms": atoms(2)}))
-    frames = [frame(1, blocks={"atoms": atoms(2, 1)}), frame(2, blocks={"atoms": atoms(2, 2)}), frame(2)]
+    frames = [
+        frame(1, blocks={"atoms": atoms(2, 1)}),
+        frame(2, blocks={"atoms": atoms(2, 2)}),
+        frame(2),
+    ]
     with pytest.raises(mrecd.StepOrderError):
         traj.extend(frames)
     assert len(traj) == 1
@@ -99,7 +107,8 @@ def test_one_writer_at_a_time(root: Path) -> None:
         import sys, mrecd
         from mrecd.api._trajectory import open_trajectory
         try:
-            open_trajectory({str(root)!r}).append(mrecd.Frame({{"atoms": {{"x": [0.0], "y": [0.0], "z": [0.0]}}}}, step=9))
+            f = mrecd.Frame({{"atoms": {{"x": [0.0], "y": [0.0], "z": [0.0]}}}}, step=9)
+            open_trajectory({str(root)!r}).append(f)
         except mrecd.WriterBusy:
             sys.exit(3)
         """
@@ -126,7 +135,7 @@ def test_readers_are_not_blocked_by_a_writer(root: Path) -> None:
 
 
 def test_reopen_trims_uncommitted_tail(root: Path) -> None:
-    """chunking.md §3: x landed 3 frames but nstep says 2: reopen shrinks x to 2N, frame 2 is rewritten."""
+    """chunking.md §3: x holds 3 frames, nstep says 2: reopen shrinks x to 2N, frame 2 rewritten."""
     traj = open_trajectory(root)
     traj.append(frame(0, blocks={"atoms": atoms(4, 0)}))
     traj.append(frame(1, blocks={"atoms": atoms(4, 1)}))
@@ -135,7 +144,9 @@ def test_reopen_trims_uncommitted_tail(root: Path) -> None:
     traj.append(frame(2, blocks={"atoms": atoms(4, 2)}))
     traj.close()
     assert zarr.open_array(str(root / "trajectory" / "atoms" / "x")).shape == (12,)
-    (root / "trajectory" / "zarr.json").write_text(json.dumps(committed))  # the nstep replace never happened
+    (root / "trajectory" / "zarr.json").write_text(
+        json.dumps(committed)
+    )  # the nstep replace never happened
     again = open_trajectory(root)
     assert len(again) == 2
     again.append(frame(2, blocks={"atoms": atoms(4, 7)}))  # the tail is trimmed before appending
@@ -154,11 +165,29 @@ def test_reopen_continues_every_series(root: Path) -> None:
         blocks = {"atoms": atoms(3, i)}
         if i == 0:
             blocks["bonds"] = {"atomi": u64(0, 1)}
-        traj.append(frame(10 * i, time=0.5 * i, blocks=blocks, meta={"pe": float(i)}, box=mrecd.Box(np.eye(3) * 9)))
+        traj.append(
+            frame(
+                10 * i,
+                time=0.5 * i,
+                blocks=blocks,
+                meta={"pe": float(i)},
+                box=mrecd.Box(np.eye(3) * 9),
+            )
+        )
     traj.close()
     traj = open_trajectory(root)
-    traj.append(frame(30, time=1.5, blocks={"atoms": atoms(3, 3)}, meta={"pe": 3.0}))  # carry-forward continues
-    traj.append(frame(45, time=2.0, blocks={"atoms": atoms(4, 4)}, meta={"pe": 4.0}, box=mrecd.Box(np.eye(3) * 10)))
+    traj.append(
+        frame(30, time=1.5, blocks={"atoms": atoms(3, 3)}, meta={"pe": 3.0})
+    )  # carry-forward continues
+    traj.append(
+        frame(
+            45,
+            time=2.0,
+            blocks={"atoms": atoms(4, 4)},
+            meta={"pe": 4.0},
+            box=mrecd.Box(np.eye(3) * 10),
+        )
+    )
     with pytest.raises(mrecd.StepOrderError):
         traj.append(frame(45, time=2.5, meta={"pe": 5.0}))
     traj.close()
@@ -193,7 +222,9 @@ def test_version_one_trajectory_is_not_appended_to(root: Path) -> None:
 
 
 class _Record:
-    def __init__(self, path: Path, system: mrecd.Frame | None = None, read_only: bool = False) -> None:
+    def __init__(
+        self, path: Path, system: mrecd.Frame | None = None, read_only: bool = False
+    ) -> None:
         self.path = path
         self.system = system
         self.frame = None
@@ -224,7 +255,10 @@ def test_aligned_block_shares_no_name_with_system(root: Path) -> None:
     declaration = {
         "blocks": {
             "atoms": {"columns": {"x": {"dtype": "f64", "trailing": []}}},
-            "atom_types": {"aligned_with": "atoms", "columns": {"type": {"dtype": "string", "trailing": []}}},
+            "atom_types": {
+                "aligned_with": "atoms",
+                "columns": {"type": {"dtype": "string", "trailing": []}},
+            },
         },
         "meta": {},
     }
@@ -234,12 +268,20 @@ def test_aligned_block_shares_no_name_with_system(root: Path) -> None:
 
 def test_targets_resolve_on_resolved_frames(root: Path) -> None:
     declaration = xyz_declaration()
-    declaration["blocks"]["sel"] = {"columns": {"atom": {"dtype": "u64", "trailing": []}}, "targets": {"atom": "atoms"}}
-    declaration["blocks"]["ref"] = {"columns": {"site": {"dtype": "u64", "trailing": []}}, "targets": {"site": "/system/sites"}}
+    declaration["blocks"]["sel"] = {
+        "columns": {"atom": {"dtype": "u64", "trailing": []}},
+        "targets": {"atom": "atoms"},
+    }
+    declaration["blocks"]["ref"] = {
+        "columns": {"site": {"dtype": "u64", "trailing": []}},
+        "targets": {"site": "/system/sites"},
+    }
     system = mrecd.Frame({"sites": {"w": [1.0, 2.0]}})
     create_trajectory(_Record(root, system), declaration)
     traj = open_trajectory(_Record(root, system))
-    traj.append(frame(0, blocks={"atoms": atoms(3), "sel": {"atom": u64(2)}, "ref": {"site": u64(1)}}))
+    traj.append(
+        frame(0, blocks={"atoms": atoms(3), "sel": {"atom": u64(2)}, "ref": {"site": u64(1)}})
+    )
     with pytest.raises(mrecd.InvalidRecord, match="not below"):
         traj.append(frame(1, blocks={"atoms": atoms(2)}))  # sel still points at row 2
     with pytest.raises(mrecd.InvalidRecord, match="sites"):
@@ -268,7 +310,7 @@ def test_projection_reads_only_those_arrays(root: Path) -> None:
 
 
 def test_frame_read_touches_only_its_chunks(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Reading frame i reads the shard index and the chunks holding its rows, never the whole column."""
+    """Frame i reads the shard index and the chunks holding its rows, never a whole column."""
     traj = open_trajectory(root, flush_every=500)
     n_atoms, n_frames = 3000, 60
     rng = np.random.default_rng(7)
@@ -276,7 +318,11 @@ def test_frame_read_touches_only_its_chunks(root: Path, monkeypatch: pytest.Monk
         xyz = rng.uniform(0, 40, (3, n_atoms))
         traj.append(frame(i, blocks={"atoms": dict(zip("xyz", xyz, strict=True))}))
     traj.close()
-    column_bytes = sum(p.stat().st_size for p in (root / "trajectory" / "atoms" / "x" / "c").rglob("*") if p.is_file())
+    column_bytes = sum(
+        p.stat().st_size
+        for p in (root / "trajectory" / "atoms" / "x" / "c").rglob("*")
+        if p.is_file()
+    )
     reads: list[int] = []
     real = _shard._pread_counted
 
@@ -297,15 +343,21 @@ def test_frame_read_touches_only_its_chunks(root: Path, monkeypatch: pytest.Monk
 def test_every_array_reads_back_through_zarr_python_and_zarrs(root: Path) -> None:
     declaration = {
         "blocks": {
-            "atoms": {"columns": {
-                "x": {"dtype": "f64", "trailing": [], "precision": 0.001},
-                "element": {"dtype": "string", "trailing": []},
-                "q": {"dtype": "f64", "trailing": [], "nullable": True},
-                "v": {"dtype": "f64", "trailing": [3]},
-            }},
+            "atoms": {
+                "columns": {
+                    "x": {"dtype": "f64", "trailing": [], "precision": 0.001},
+                    "element": {"dtype": "string", "trailing": []},
+                    "q": {"dtype": "f64", "trailing": [], "nullable": True},
+                    "v": {"dtype": "f64", "trailing": [3]},
+                }
+            },
             "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}}},
         },
-        "meta": {"pe": {"dtype": "f64"}, "flags": {"dtype": "bool3"}, "note": {"dtype": "json", "fill": None}},
+        "meta": {
+            "pe": {"dtype": "f64"},
+            "flags": {"dtype": "bool3"},
+            "note": {"dtype": "json", "fill": None},
+        },
     }
     create_trajectory(root, declaration)
     traj = open_trajectory(root, flush_every=7)
@@ -316,16 +368,31 @@ def test_every_array_reads_back_through_zarr_python_and_zarrs(root: Path) -> Non
             "atoms": {
                 "x": rng.uniform(-5, 5, n),
                 "element": [f"E{k}" for k in range(n)],
-                "q": mrecd.Column(rng.normal(size=n), validity=rng.integers(0, 2, n).astype(bool) | (np.arange(n) == 0)),
+                "q": mrecd.Column(
+                    rng.normal(size=n),
+                    validity=rng.integers(0, 2, n).astype(bool) | (np.arange(n) == 0),
+                ),
                 "v": rng.normal(size=(n, 3)),
             }
         }
         if i % 9 == 0:
             blocks["bonds"] = {"atomi": np.arange(i % 5, dtype=np.uint64)}
         box = mrecd.Box(np.eye(3) * (10 + i // 10)) if i % 10 == 0 else None
-        traj.append(frame(i * 3 + (i > 20), time=0.1 * i, blocks=blocks, meta={"pe": float(i), "flags": [True, False, i % 2 == 0]}, box=box))
+        traj.append(
+            frame(
+                i * 3 + (i > 20),
+                time=0.1 * i,
+                blocks=blocks,
+                meta={"pe": float(i), "flags": [True, False, i % 2 == 0]},
+                box=box,
+            )
+        )
     traj.close()
-    arrays = sorted(p.parent for p in (root / "trajectory").rglob("zarr.json") if json.loads(p.read_text())["node_type"] == "array")
+    arrays = sorted(
+        p.parent
+        for p in (root / "trajectory").rglob("zarr.json")
+        if json.loads(p.read_text())["node_type"] == "array"
+    )
     assert len(arrays) > 15
     for path in arrays:
         plain = zarr.open_array(str(path), mode="r")[:]
@@ -360,7 +427,9 @@ def test_frames_round_trip_bit_identical(tmp_path: Path) -> None:
         traj.append(f)
         for name, block in f.items():
             current[name] = block
-        expected.append(mrecd.Frame(dict(current), meta={"pe": float(i) if i % 4 else float("nan")}, step=i))
+        expected.append(
+            mrecd.Frame(dict(current), meta={"pe": float(i) if i % 4 else float("nan")}, step=i)
+        )
     traj.close()
     back = list(open_trajectory(root))
     assert back == expected
@@ -410,10 +479,20 @@ def test_reopen_without_appending_keeps_partial_chunks(root: Path) -> None:
     """Regression: trimming on reopen once dropped the committed partial tail chunk of an
     array that received no new rows afterwards (found by the SIGKILL test)."""
     declaration = xyz_declaration()
-    declaration["blocks"]["flags"] = {"columns": {"on": {"dtype": "bool", "trailing": [], "nullable": True}}}
+    declaration["blocks"]["flags"] = {
+        "columns": {"on": {"dtype": "bool", "trailing": [], "nullable": True}}
+    }
     create_trajectory(root, declaration)
     traj = open_trajectory(root)
-    traj.append(frame(0, blocks={"atoms": atoms(2), "flags": {"on": mrecd.Column([True, False], validity=[True, False])}}))
+    traj.append(
+        frame(
+            0,
+            blocks={
+                "atoms": atoms(2),
+                "flags": {"on": mrecd.Column([True, False], validity=[True, False])},
+            },
+        )
+    )
     traj.append(frame(1, blocks={"atoms": atoms(2, 1)}))
     traj.close()
     before = list(open_trajectory(root))
@@ -423,3 +502,54 @@ def test_reopen_without_appending_keeps_partial_chunks(root: Path) -> None:
     after = list(open_trajectory(root))
     assert after[:2] == before
     assert after[2]["flags"] == before[1]["flags"]
+
+
+def test_producer_reusing_its_buffer_does_not_change_queued_frames(root: Path) -> None:
+    """MD codes update one positions array in place; queued and carried frames must not follow."""
+    traj = open_trajectory(root, flush_every=100)
+    positions = np.zeros((3, 4))
+    written = []
+    for i in range(5):
+        positions += 1.0  # in place, after the previous frame was appended
+        traj.append(
+            frame(i, blocks={"atoms": {"x": positions[0], "y": positions[1], "z": positions[2]}})
+        )
+        written.append(positions[0].copy())
+    positions[:] = -7.0
+    traj.close()
+    back = open_trajectory(root)
+    assert len(back) == 5
+    for i, x in enumerate(written):
+        np.testing.assert_array_equal(back[i]["atoms"]["x"].values, x)
+
+
+def test_queued_materialization_is_invisible_until_its_commit(root: Path) -> None:
+    """Regression (found by the soak): index arrays created when a frame is queued were
+    visible, empty, beside the committed markers; 'arrays win' then lost the block."""
+    traj = open_trajectory(root, flush_every=1000)
+    traj.append(frame(0, blocks={"atoms": atoms(3)}, box=mrecd.Box(np.eye(3))))
+    traj.append(frame(1, blocks={"atoms": atoms(3, 1)}))
+    traj.flush()
+    traj.append(frame(2, blocks={"atoms": atoms(4, 2)}, box=mrecd.Box(np.eye(3) * 2)))  # queued
+    for name in ("atoms/step_index", "atoms/offset", "box/step_index", "box/vectors"):
+        assert not (root / "trajectory" / name / "zarr.json").exists(), name
+    other = open_trajectory(root)  # what a reader sees if the writer died now
+    assert [other[i]["atoms"].count for i in range(2)] == [3, 3]
+    assert other[1].box == mrecd.Box(np.eye(3))
+    traj.close()
+    assert [f["atoms"].count for f in open_trajectory(root)] == [3, 3, 4]
+
+
+def test_offset_without_step_index_is_an_unfinished_commit(root: Path) -> None:
+    """Writers land offset before step_index; a lone offset is ignored, not refused."""
+    traj = open_trajectory(root)
+    traj.append(frame(0, blocks={"atoms": atoms(2)}))
+    traj.append(frame(1, blocks={"atoms": atoms(2, 1)}))
+    traj.close()
+    offset = zarr.create_array(str(root / "trajectory" / "atoms" / "offset"), shape=(3,), dtype="uint64")
+    offset[:] = [0, 2, 4]
+    assert [f["atoms"].count for f in open_trajectory(root)] == [2, 2]
+    again = open_trajectory(root)
+    again.append(frame(2, blocks={"atoms": atoms(5, 2)}))  # materializes over the leftover
+    again.close()
+    assert [f["atoms"].count for f in open_trajectory(root)] == [2, 2, 5]

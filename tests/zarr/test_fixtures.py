@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+import zarr
 from zarr_helpers import put_array, update_attributes
 
 import mrecd
-import zarr
 from mrecd.forcefield import ForceField
 
 SCHEMA = Path(__file__).parent.parent / "fixtures" / "schema" / "core"

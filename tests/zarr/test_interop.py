@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+import zarr
 from zarr.codecs import BytesCodec, GzipCodec, ZstdCodec
 from zarr_helpers import all_arrays, every_dtype_frame, water_frame
 
 import mrecd
-import zarr
 from mrecd.forcefield import ForceField
 
 
@@ -47,7 +47,11 @@ def rich_record(tmp_path: Path) -> tuple[Path, dict[str, Any]]:
         ),
     )
     ff = ForceField(
-        {"name": "f", "units": {"preset": "real"}, "styles": [{"category": "atom", "style": "full"}]},
+        {
+            "name": "f",
+            "units": {"preset": "real"},
+            "styles": [{"category": "atom", "style": "full"}],
+        },
         {"atom.full": mrecd.Block({"name": np.array(["A", "B"]), "mass": [1.0, 2.0]})},
     )
     path = tmp_path / "rich.mrec"

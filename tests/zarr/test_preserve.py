@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import zarr
 from zarr_helpers import file_bytes, update_attributes, water_frame, zarr_json
 
 import mrecd
-import zarr
 from mrecd.forcefield import ForceField
 
 
@@ -35,7 +35,12 @@ def add_trajectory_group(root: Path) -> None:
 WRITES: list[tuple[str, Callable[[mrecd.StoredRecord], None]]] = [
     ("frame", lambda r: r.write_frame(water_frame(4, seed=9))),
     ("system", lambda r: r.write_system(mrecd.Frame({"atoms": {"element": np.array(["C"])}}))),
-    ("forcefield", lambda r: r.write_forcefield(ForceField({"name": "f", "units": {"preset": "real"}, "styles": []}, {}))),
+    (
+        "forcefield",
+        lambda r: r.write_forcefield(
+            ForceField({"name": "f", "units": {"preset": "real"}, "styles": []}, {})
+        ),
+    ),
     ("status", lambda r: r.write_status({"state": "failed", "error": {"message": "x"}})),
     (
         "method",

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import zarr
 from zarr.codecs import BytesCodec
 from zarr_helpers import put_array, update_attributes
 
 import mrecd
-import zarr
 from mrecd.cli import main
 
 

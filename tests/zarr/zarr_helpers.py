@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import zarr
 
 import mrecd
-import zarr
 
 #: One value list per column dtype (13 dtypes), three rows each.
 DTYPE_VALUES: dict[str, Any] = {

@@ -24,7 +24,13 @@ from ..errors import InvalidRecord, MrecdError, ReadOnlyError, WriterBusy
 from ..model import Block, Declaration, Frame
 from ._violations import Violation
 
-__all__ = ["FrameSlice", "Trajectory", "create_trajectory", "open_trajectory", "validate_trajectory"]
+__all__ = [
+    "FrameSlice",
+    "Trajectory",
+    "create_trajectory",
+    "open_trajectory",
+    "validate_trajectory",
+]
 
 
 def _root_of(record: Any) -> Path:
@@ -117,7 +123,7 @@ class Trajectory(Sequence[Frame]):
             return 0 if self._reader is None else self._reader.nstep
 
     def refresh(self) -> int:
-        """Re-read the commit marker (follow a store another process appends to). Returns ``len``."""
+        """Re-read the commit marker to follow a store another process appends to; ``len``."""
         with self._mutex:
             if self._reader is None and self._tree.node("trajectory") is not None:
                 self._reader = TrajectoryReader(self._tree, system=self._system)
@@ -133,7 +139,11 @@ class Trajectory(Sequence[Frame]):
             if self._writer.pending:
                 self._writer.flush(durable=False)
             self._writer.wait()
-        if self._writer is not None and self._reader is not None and self._reader.nstep != self._writer.nstep:
+        if (
+            self._writer is not None
+            and self._reader is not None
+            and self._reader.nstep != self._writer.nstep
+        ):
             self._reader.refresh()
         if self._reader is None:
             raise IndexError("the trajectory has no frames")
@@ -157,7 +167,9 @@ class Trajectory(Sequence[Frame]):
             return FrameSlice(self, range(*i.indices(len(self))))
         return self.read(i)
 
-    def read(self, i: int, *, blocks: Iterable[str] | None = None, columns: Iterable[str] | None = None) -> Frame:
+    def read(
+        self, i: int, *, blocks: Iterable[str] | None = None, columns: Iterable[str] | None = None
+    ) -> Frame:
         """Frame ``i`` (negative counts from the end), projected to ``blocks``/``columns``.
 
         Only the arrays of the selected blocks and columns are read.
@@ -165,7 +177,9 @@ class Trajectory(Sequence[Frame]):
         with self._mutex:
             j = self._ordinal(i)
             return self._committed_reader().frame(
-                j, blocks=None if blocks is None else list(blocks), columns=None if columns is None else list(columns)
+                j,
+                blocks=None if blocks is None else list(blocks),
+                columns=None if columns is None else list(columns),
             )
 
     def __iter__(self) -> Iterator[Frame]:
@@ -187,7 +201,7 @@ class Trajectory(Sequence[Frame]):
             return self._committed_reader().times()
 
     def series(self, key: str, start: int = 0, stop: int | None = None) -> npt.NDArray[Any]:
-        """Per-step meta values of ``key`` over frames ``[start, stop)`` (vector tags: ``[n, w]``)."""
+        """Per-step values of ``key`` over frames ``[start, stop)``; vector tags give ``[n, w]``."""
         with self._mutex:
             if self._reader is None:
                 raise InvalidRecord(f"meta key {key!r} is not declared (no trajectory yet)")
@@ -201,16 +215,24 @@ class Trajectory(Sequence[Frame]):
         if self._read_only:
             raise ReadOnlyError("the record is open read-only", path=str(self._path))
         if self._version == 1:
-            raise ReadOnlyError("a version-1 trajectory is read, never appended to (record.md §4.1)", path=str(self._path))
+            raise ReadOnlyError(
+                "a version-1 trajectory is read, never appended to (record.md §4.1)",
+                path=str(self._path),
+            )
         if self._reader is None:
             if first is None:
-                raise InvalidRecord("no trajectory yet: append a frame or create it with a declaration")
+                raise InvalidRecord(
+                    "no trajectory yet: append a frame or create it with a declaration"
+                )
             create_trajectory_group(self._root, Declaration.from_frames([first]))
             self._reader = TrajectoryReader(self._tree, system=self._system)
         self._lock()
         try:
             self._writer = TrajectoryWriter(
-                self._root, system=self._system, sections=self._sections, flush_every=self._flush_every
+                self._root,
+                system=self._system,
+                sections=self._sections,
+                flush_every=self._flush_every,
             )
         except BaseException:
             self._unlock()
@@ -329,7 +351,7 @@ def open_trajectory(record: Any, *, flush_every: int | None = None) -> Trajector
 
 
 def create_trajectory(record: Any, declaration: Declaration | Mapping[str, Any]) -> Trajectory:
-    """Create ``record``'s trajectory with a pinned ``declaration`` and return it (no frames yet)."""
+    """Create ``record``'s trajectory pinned to ``declaration``; return it (no frames yet)."""
     declaration = Declaration.from_dict(declaration)
     if getattr(record, "read_only", False):
         raise ReadOnlyError("the record is open read-only")

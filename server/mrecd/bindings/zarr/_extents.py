@@ -10,8 +10,8 @@ import math
 from typing import Final
 
 __all__ = [
-    "DENSE_CHUNK_ROWS",
     "DENSE_CHUNKS_PER_SHARD",
+    "DENSE_CHUNK_ROWS",
     "block_rows_per_chunk",
     "chunks_per_shard",
     "flush_every",
@@ -56,7 +56,7 @@ def chunks_per_shard(rows_per_chunk: int, column_row_bytes: int) -> int:
 
 
 def flush_every(frame_bytes_total: int, frames_per_chunk: int) -> int:
-    """K: flush every K frames, ~4 MiB of buffered frames, a multiple of frames-per-chunk, <= 4096."""
+    """K: flush every K frames (~4 MiB buffered, a multiple of frames-per-chunk, <= 4096)."""
     k = max(1, math.ceil(FLUSH_TARGET / max(1, frame_bytes_total)))
     step = max(1, frames_per_chunk)
     k = math.ceil(k / step) * step

@@ -17,6 +17,7 @@ zarr-python.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import zlib
@@ -55,7 +56,7 @@ def _crc(data: Any) -> bytes:
 # -- the inner codec pipeline ------------------------------------------------------------------
 
 
-class UnsupportedPipeline(Exception):
+class UnsupportedPipeline(Exception):  # noqa: N818 - a signal for the fallback, not an error
     """The array's codecs are not ones the fast path decodes; use zarr-python."""
 
 
@@ -92,7 +93,15 @@ class ChunkCodec:
             if cname == "numcodecs.shuffle":
                 self._steps.append(("shuffle", int(conf.get("elementsize", 8))))
             elif cname == "zstd":
-                self._steps.append(("zstd", Zstd(level=int(conf.get("level", 0)), checksum=bool(conf.get("checksum", False)))))
+                self._steps.append(
+                    (
+                        "zstd",
+                        Zstd(
+                            level=int(conf.get("level", 0)),
+                            checksum=bool(conf.get("checksum", False)),
+                        ),
+                    )
+                )
             elif cname == "gzip":
                 self._steps.append(("gzip", int(conf.get("level", 5))))
             elif cname == "crc32c":
@@ -139,13 +148,13 @@ class ChunkCodec:
             elif kind == "gzip":
                 buf = zlib.decompress(bytes(buf), wbits=47)
             else:
-                raw = np.frombuffer(buf, dtype=np.uint8)
-                whole = len(raw) - len(raw) % arg
-                buf = raw[:whole].reshape(arg, -1).T.tobytes() + raw[whole:].tobytes()
+                shuffled = np.frombuffer(buf, dtype=np.uint8)
+                whole = len(shuffled) - len(shuffled) % arg
+                buf = shuffled[:whole].reshape(arg, -1).T.tobytes() + shuffled[whole:].tobytes()
         if self.dtype == "string":
             items = _VLEN.decode(bytes(buf))
             return np.asarray(items, dtype=STRING_DTYPE).reshape(self.shape)
-        np_dtype = numpy_dtype(self.dtype).newbyteorder(self._endian)
+        np_dtype = numpy_dtype(self.dtype).newbyteorder("<" if self._endian == "<" else ">")
         expected = int(np.prod(self.shape)) * np_dtype.itemsize
         if len(buf) != expected:
             raise InvalidRecord(f"chunk holds {len(buf)} bytes, expected {expected}", path=where)
@@ -158,7 +167,7 @@ class ChunkCodec:
 
 @dataclass(frozen=True)
 class ArrayLayout:
-    """How a growable trajectory array is cut: ``chunk_rows`` per inner chunk, ``shard_rows`` per shard."""
+    """How a growable array is cut: ``chunk_rows`` per inner chunk, ``shard_rows`` per shard."""
 
     dtype: str
     trailing: tuple[int, ...]
@@ -188,7 +197,10 @@ class ArrayLayout:
             "node_type": "array",
             "shape": [length, *self.trailing],
             "data_type": ZARR_DATA_TYPE[self.dtype],
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [self.shard_rows, *trailing]}},
+            "chunk_grid": {
+                "name": "regular",
+                "configuration": {"chunk_shape": [self.shard_rows, *trailing]},
+            },
             "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
             "fill_value": _fill_json(self.dtype),
             "codecs": [
@@ -226,7 +238,10 @@ class ArrayCommit:
     """The chunks one commit writes to one array, and the metadata that follows them."""
 
     def __init__(
-        self, appender: ArrayAppender, jobs: list[tuple[int, npt.NDArray[Any]]], metadata: dict[str, Any]
+        self,
+        appender: ArrayAppender,
+        jobs: list[tuple[int, npt.NDArray[Any]]],
+        metadata: dict[str, Any],
     ) -> None:
         self.appender = appender
         self.jobs = jobs
@@ -234,7 +249,7 @@ class ArrayCommit:
         self.encoded: list[bytes | None] = [None] * len(jobs)
 
     def encode_range(self, start: int, stop: int) -> None:
-        """Encode jobs ``[start, stop)`` (thread-safe across disjoint ranges; releases the GIL in zstd)."""
+        """Encode jobs ``[start, stop)``; disjoint ranges may run in parallel threads."""
         codec = self.appender.codec
         for k in range(start, stop):
             self.encoded[k] = codec.encode(self.jobs[k][1])
@@ -314,7 +329,12 @@ class ArrayAppender:
     """
 
     def __init__(
-        self, path: Path, layout: ArrayLayout, attributes: dict[str, Any] | None = None, *, length: int = 0
+        self,
+        path: Path,
+        layout: ArrayLayout,
+        attributes: dict[str, Any] | None = None,
+        *,
+        length: int = 0,
     ) -> None:
         self.path = path
         self.layout = layout
@@ -326,11 +346,13 @@ class ArrayAppender:
         self._pending: list[npt.NDArray[Any]] = []
         self._pending_rows = 0
         self._touched: set[Path] = set()
-        if (path / "zarr.json").exists():
+        # A new array stays invisible (no zarr.json) until its first commit writes
+        # its data: a crash before then leaves nothing a reader could take as content.
+        self._created = (path / "zarr.json").exists()
+        if self._created:
             self._reopen(length)
         else:
             path.mkdir(parents=True, exist_ok=True)
-            write_json_atomic(path / "zarr.json", layout.metadata(0, self.attributes))
 
     @property
     def length(self) -> int:
@@ -341,7 +363,8 @@ class ArrayAppender:
         """Queue rows (shape ``[n, *trailing]``); they land at the next :meth:`flush`."""
         if rows.shape[1:] != self.layout.trailing:
             raise InvalidRecord(
-                f"rows of shape {list(rows.shape)} do not fit trailing {list(self.layout.trailing)}",
+                f"rows of shape {list(rows.shape)} do not fit trailing"
+                f" {list(self.layout.trailing)}",
                 path=str(self.path),
             )
         if len(rows):
@@ -359,7 +382,11 @@ class ArrayAppender:
         the order they were prepared.
         """
         if not self._pending_rows:
-            return None
+            if self._created:
+                return None
+            self._created = True  # an empty new array still publishes its metadata
+            return ArrayCommit(self, [], self.layout.metadata(self._flushed, self.attributes))
+        self._created = True
         c = self.layout.chunk_rows
         parts = ([self._tail] if self._tail is not None else []) + self._pending
         rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
@@ -402,7 +429,9 @@ class ArrayAppender:
 
     def write_metadata(self) -> None:
         """Rewrite ``zarr.json`` (after an attribute change) at the flushed length."""
-        write_json_atomic(self.path / "zarr.json", self.layout.metadata(self._flushed, self.attributes))
+        write_json_atomic(
+            self.path / "zarr.json", self.layout.metadata(self._flushed, self.attributes)
+        )
         self._touched.add(self.path / "zarr.json")
 
     def sync(self) -> None:
@@ -428,7 +457,9 @@ class ArrayAppender:
     def _shard(self, index: int) -> _ShardFile:
         shard = self._shards.get(index)
         if shard is None:
-            shard = _ShardFile(self.path / chunk_key(index, 1 + len(self.layout.trailing)), self.layout)
+            shard = _ShardFile(
+                self.path / chunk_key(index, 1 + len(self.layout.trailing)), self.layout
+            )
             self._shards[index] = shard
         return shard
 
@@ -489,7 +520,9 @@ class ArrayReader:
     ``nstep``). Pipelines outside :class:`ChunkCodec` go to zarr-python.
     """
 
-    def __init__(self, tree: Tree, key: str, metadata: dict[str, Any], *, cache_chunks: int = _CHUNK_CACHE) -> None:
+    def __init__(
+        self, tree: Tree, key: str, metadata: dict[str, Any], *, cache_chunks: int = _CHUNK_CACHE
+    ) -> None:
         self.tree = tree
         self.key = key
         self.metadata = metadata
@@ -535,7 +568,9 @@ class ArrayReader:
             self.sharded = True
             self.index_at_start = conf.get("index_location", "end") == "start"
             self.per_shard = self.outer_rows // self.inner_rows
-            self.codec = ChunkCodec(self.dtype, tuple(int(n) for n in inner), list(conf.get("codecs", [])))
+            self.codec = ChunkCodec(
+                self.dtype, tuple(int(n) for n in inner), list(conf.get("codecs", []))
+            )
         else:
             self.inner_rows = self.outer_rows
             self.sharded = False
@@ -558,10 +593,8 @@ class ArrayReader:
                 r.close()
 
     def __del__(self) -> None:
-        try:
+        with contextlib.suppress(Exception):  # at interpreter shutdown os may be gone
             self.close()
-        except Exception:  # interpreter shutdown
-            pass
 
     def chunk_of(self, chunk: int) -> npt.NDArray[Any]:
         """Inner chunk ``chunk`` decoded (cached), for readers that search inside chunks."""
@@ -569,14 +602,17 @@ class ArrayReader:
 
     def _range(self, shard: int) -> RangeReader | None:
         if shard not in self._ranges:
-            self._ranges[shard] = self.tree.open_range(_join(self.key, chunk_key(shard, len(self.shape))))
+            self._ranges[shard] = self.tree.open_range(
+                _join(self.key, chunk_key(shard, len(self.shape)))
+            )
         return self._ranges[shard]
 
     def read(self, start: int, stop: int) -> npt.NDArray[Any]:
         """Rows ``[start, stop)``; refuses a range past the array's shape."""
         if not 0 <= start <= stop <= self.shape[0]:
             raise InvalidRecord(
-                f"rows [{start}, {stop}) are outside the array's {self.shape[0]} rows", path=self.key
+                f"rows [{start}, {stop}) are outside the array's {self.shape[0]} rows",
+                path=self.key,
             )
         if not self._fast:
             return self._read_zarr(start, stop)
@@ -629,7 +665,9 @@ class ArrayReader:
             index = None
         else:
             if len(raw) != nbytes or _crc(raw[:-4]) != raw[-4:]:
-                raise InvalidRecord("shard index checksum does not match", path=f"{self.key}/c/{shard}")
+                raise InvalidRecord(
+                    "shard index checksum does not match", path=f"{self.key}/c/{shard}"
+                )
             index = np.frombuffer(raw[:-4], dtype="<u8").reshape(self.per_shard, 2)
         self._index_cache[shard] = index
         return index
@@ -655,7 +693,9 @@ def _standard_index(codecs: Any) -> bool:
         return False
     first, second = codecs
     endian = (first.get("configuration") or {}).get("endian", "little")
-    return first.get("name") == "bytes" and endian == "little" and second.get("name") == "crc32c"
+    return bool(
+        first.get("name") == "bytes" and endian == "little" and second.get("name") == "crc32c"
+    )
 
 
 def _pread_counted(source: RangeReader, offset: int, size: int) -> bytes:

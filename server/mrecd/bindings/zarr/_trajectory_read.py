@@ -26,6 +26,7 @@ from ...model import (
     Frame,
     check_tag,
     loads_strict,
+    on_grid,
 )
 from ._shard import ArrayReader
 from ._tree import Tree, join
@@ -54,7 +55,8 @@ def _open_array(tree: Tree, key: str) -> ArrayReader | None:
     zarr_type = node.metadata.get("data_type")
     if zarr_type not in DTYPE_OF_ZARR:
         raise InvalidRecord(
-            f"data_type {zarr_type!r} is not a column dtype (float32/float16 are refused, never widened;"
+            f"data_type {zarr_type!r} is not a column dtype (float32/float16 are refused,"
+            " never widened;"
             " fixed-length strings and raw bytes are not columns, frame.md §2)",
             path=key,
         )
@@ -64,7 +66,9 @@ def _open_array(tree: Tree, key: str) -> ArrayReader | None:
 def _int_attr(value: Any, name: str, path: str, *, positive: bool = False) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < (1 if positive else 0):
         kind = "positive" if positive else "non-negative"
-        raise InvalidRecord(f"{name} must be a {kind} integer, not {value!r} (trajectory.md §5.4)", path=path)
+        raise InvalidRecord(
+            f"{name} must be a {kind} integer, not {value!r} (trajectory.md §5.4)", path=path
+        )
     return value
 
 
@@ -153,8 +157,10 @@ class BlockReader:
                 self.masks[column] = mask
         step_index = _open_array(tree, join(path, "step_index"))
         offset = _open_array(tree, join(path, "offset"))
-        if (step_index is None) != (offset is None):
-            raise InvalidRecord("step_index and offset come as a pair", path=path)
+        if step_index is not None and offset is None:
+            raise InvalidRecord("step_index without offset: they come as a pair", path=path)
+        # offset without step_index is what a commit cut short leaves (writers put
+        # offset first): no update of it is committed, so it is ignored.
         self.indexed = step_index is not None and offset is not None
         self.uniform_rows = 0
         if self.indexed:  # arrays win over markers left by a crash between the two writes
@@ -166,14 +172,16 @@ class BlockReader:
             # (a writer killed during the block's first commit leaves them partial).
             if self.n_updates and self.offset.length < self.n_updates + 1:
                 raise InvalidRecord(
-                    f"offset holds {self.offset.length} entries, the logical length is {self.n_updates + 1}",
+                    f"offset holds {self.offset.length} entries, the logical length is"
+                    f" {self.n_updates + 1}",
                     path=join(path, "offset"),
                 )
             self.total_rows = self.offset[self.n_updates] if self.n_updates else 0
         elif uniform is not None or dense is not None:
             if uniform is None or dense is not True:
                 raise InvalidRecord(
-                    "uniform_rows and dense_updates: true are a pair (trajectory.md §5.4)", path=path
+                    "uniform_rows and dense_updates: true are a pair (trajectory.md §5.4)",
+                    path=path,
                 )
             self.uniform_rows = _int_attr(uniform, "uniform_rows", path, positive=True)
             if not spec.columns:
@@ -200,7 +208,7 @@ class BlockReader:
                     f"holds {array.shape[0]} rows, shorter than the logical {self.total_rows}",
                     path=array.key,
                 )
-        for column, mask in self.masks.items():
+        for mask in self.masks.values():
             if mask.shape[0] < self.total_rows:
                 raise InvalidRecord(
                     f"mask holds {mask.shape[0]} rows, shorter than the logical {self.total_rows}",
@@ -208,7 +216,7 @@ class BlockReader:
                 )
 
     def locate(self, i: int) -> tuple[int, int, int] | None:
-        """``(update j, first row, stop row)`` of the update frame ``i`` resolves to, or ``None`` (absent)."""
+        """``(update j, first row, stop row)`` frame ``i`` resolves to; ``None`` when absent."""
         if not self.n_updates:
             return None
         if not self.indexed:
@@ -221,27 +229,37 @@ class BlockReader:
         for k in (j - 1, j + 1):  # the neighbours of the entry found must be strictly ordered
             if 0 <= k < self.n_updates and (self.step_index[k] < here) != (k < j):
                 raise InvalidRecord(
-                    f"step_index repeats or decreases around update {j}", path=join(self.path, "step_index")
+                    f"step_index repeats or decreases around update {j}",
+                    path=join(self.path, "step_index"),
                 )
         start, stop = self.offset[j], self.offset[j + 1]
         if stop < start:
             raise InvalidRecord(
-                f"offset decreases at update {j} ({start} then {stop})", path=join(self.path, "offset")
+                f"offset decreases at update {j} ({start} then {stop})",
+                path=join(self.path, "offset"),
             )
         if stop > self.total_rows:
-            raise InvalidRecord(f"offset {stop} is past the logical {self.total_rows} rows", path=self.path)
+            raise InvalidRecord(
+                f"offset {stop} is past the logical {self.total_rows} rows", path=self.path
+            )
         return j, start, stop
 
     def rows(self, start: int, stop: int, columns: Iterable[str] | None = None) -> Block:
         """The block holding rows ``[start, stop)`` of the selected columns (masks applied)."""
-        names = list(self.spec.columns) if columns is None else [c for c in self.spec.columns if c in columns]
+        names = (
+            list(self.spec.columns)
+            if columns is None
+            else [c for c in self.spec.columns if c in columns]
+        )
         built: dict[str, Column] = {}
         for column in names:
             values = self.columns[column].read(start, stop)
             mask = self.masks.get(column)
             validity = None if mask is None else mask.read(start, stop)
             built[column] = Column._trusted(values, self.spec.columns[column].dtype, validity)
-        return Block._trusted(built, stop - start, self.spec.structural_shape, self.spec.targets, None)
+        return Block._trusted(
+            built, stop - start, self.spec.structural_shape, self.spec.targets, None
+        )
 
     def close(self) -> None:
         """Release the shard entries of this block's arrays."""
@@ -257,12 +275,21 @@ class BlockReader:
         if self.indexed and self.n_updates:
             steps = self.step_index.all(self.n_updates)
             if len(steps) > 1 and not bool(np.all(np.diff(steps.astype(np.int64)) > 0)):
-                problems.append((join(self.path, "step_index"), "step_index repeats or decreases (trajectory.md §5.1)"))
+                problems.append(
+                    (
+                        join(self.path, "step_index"),
+                        "step_index repeats or decreases (trajectory.md §5.1)",
+                    )
+                )
             offsets = self.offset.all(self.n_updates + 1).astype(np.int64)
             if offsets[0] != 0:
-                problems.append((join(self.path, "offset"), "offset[0] must be 0 (trajectory.md §5.1)"))
+                problems.append(
+                    (join(self.path, "offset"), "offset[0] must be 0 (trajectory.md §5.1)")
+                )
             if len(offsets) > 1 and not bool(np.all(np.diff(offsets) >= 0)):
-                problems.append((join(self.path, "offset"), "offset is not monotonic (trajectory.md §5.1)"))
+                problems.append(
+                    (join(self.path, "offset"), "offset is not monotonic (trajectory.md §5.1)")
+                )
         return problems
 
     def counts(self) -> list[tuple[int, int]]:
@@ -321,7 +348,8 @@ class TrajectoryReader:
         else:
             if self.step_progression is not None or self.time_progression is not None:
                 raise InvalidRecord(
-                    "a progression attribute without nstep is malformed (trajectory.md §3.1)", path=self.path
+                    "a progression attribute without nstep is malformed (trajectory.md §3.1)",
+                    path=self.path,
                 )
             step = self._dense_array("step")
             self.nstep = 0 if step is None else step.shape[0]
@@ -329,7 +357,8 @@ class TrajectoryReader:
             step = self._dense_array("step")
             if self.nstep and (step is None or step.shape[0] < self.nstep):
                 raise InvalidRecord(
-                    f"steps are neither a progression nor a step array of length >= nstep {self.nstep}",
+                    f"steps are neither a progression nor a step array of length >= nstep"
+                    f" {self.nstep}",
                     path=join(self.path, "step"),
                 )
         return True
@@ -342,7 +371,9 @@ class TrajectoryReader:
         if ok and kind is int:
             ok = all(isinstance(v, int) and not isinstance(v, bool) for v in value.values())
         if ok and kind is float:
-            ok = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values())
+            ok = all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
+            )
         if not ok:
             raise InvalidRecord(f"{name} must be {{start, stride?}} numbers", path=self.path)
         return {k: kind(v) for k, v in value.items()}
@@ -358,7 +389,8 @@ class TrajectoryReader:
                     tag = array.attributes.get("meta_dtype") if array.kind == "array" else None
                     if tag is None:
                         raise InvalidRecord(
-                            "a meta array carries meta_dtype (trajectory.md §3.3)", path=join(key, array_name)
+                            "a meta array carries meta_dtype (trajectory.md §3.3)",
+                            path=join(key, array_name),
                         )
                     meta[array_name] = {"dtype": tag}
                 continue
@@ -371,7 +403,11 @@ class TrajectoryReader:
                     continue
                 reader = _open_array(self.tree, join(key, column))
                 assert reader is not None
-                columns[column] = {"dtype": reader.dtype, "trailing": list(reader.shape[1:]), "nullable": column in masks}
+                columns[column] = {
+                    "dtype": reader.dtype,
+                    "trailing": list(reader.shape[1:]),
+                    "nullable": column in masks,
+                }
             if columns:
                 blocks[name] = {"columns": columns}
         return Declaration.from_dict({"blocks": blocks, "meta": meta}, path=self.path)
@@ -399,7 +435,9 @@ class TrajectoryReader:
             spec = self.declaration.blocks[name]
             path = join(self.path, name)
             exists = read_group_attributes(self.tree, path) is not None
-            self._blocks[name] = BlockReader(self.tree, path, name, spec, self.nstep) if exists else None
+            self._blocks[name] = (
+                BlockReader(self.tree, path, name, spec, self.nstep) if exists else None
+            )
         return self._blocks[name]
 
     def dense_array(self, key: str) -> ArrayReader | None:
@@ -421,22 +459,29 @@ class TrajectoryReader:
                 raise InvalidRecord("declared meta key has no array", path=where)
             tag = array.metadata.get("attributes", {}).get("meta_dtype")
             if tag is None:
-                raise InvalidRecord("a meta array carries meta_dtype (trajectory.md §3.3)", path=where)
+                raise InvalidRecord(
+                    "a meta array carries meta_dtype (trajectory.md §3.3)", path=where
+                )
             check_tag(tag, path=where)
             declared = self.declaration.meta[key].dtype
             if tag != declared:
-                raise InvalidRecord(f"meta_dtype {tag!r} differs from the declared {declared!r}", path=where)
+                raise InvalidRecord(
+                    f"meta_dtype {tag!r} differs from the declared {declared!r}", path=where
+                )
             element, width = TAG_LAYOUT[tag]
             stored = "string" if element == "json" else element
             trailing = () if width is None else (width,)
             if array.dtype != stored or array.shape[1:] != trailing:
                 raise InvalidRecord(
-                    f"stored as {array.dtype}{list(array.shape[1:])} but meta_dtype {tag!r} prescribes"
+                    f"stored as {array.dtype}{list(array.shape[1:])} but meta_dtype {tag!r}"
+                    " prescribes"
                     f" {stored}{list(trailing)}",
                     path=where,
                 )
             if array.shape[0] < self.nstep:
-                raise InvalidRecord(f"holds {array.shape[0]} steps, nstep is {self.nstep}", path=where)
+                raise InvalidRecord(
+                    f"holds {array.shape[0]} steps, nstep is {self.nstep}", path=where
+                )
             self._dense[name] = array
         array = self._dense[name]
         assert array is not None
@@ -447,7 +492,7 @@ class TrajectoryReader:
     def step_at(self, i: int) -> int:
         """Step number of frame ``i``."""
         if self.step_progression is not None:
-            return self.step_progression["start"] + i * self.step_progression.get("stride", 0)
+            return int(self.step_progression["start"] + i * self.step_progression.get("stride", 0))
         step = self._dense_array("step")
         assert step is not None
         return int(step.read(i, i + 1)[0])
@@ -455,13 +500,15 @@ class TrajectoryReader:
     def time_at(self, i: int) -> float | None:
         """Time of frame ``i`` (``None`` in a run without times)."""
         if self.time_progression is not None:
-            start = self.time_progression["start"]
-            return start + float(i) * self.time_progression.get("stride", 0.0)
+            start = float(self.time_progression["start"])
+            return start + float(i) * float(self.time_progression.get("stride", 0.0))
         time = self._dense_array("time")
         if time is None:
             return None
         if time.shape[0] < self.nstep:
-            raise InvalidRecord(f"holds {time.shape[0]} times, nstep is {self.nstep}", path=time.key)
+            raise InvalidRecord(
+                f"holds {time.shape[0]} times, nstep is {self.nstep}", path=time.key
+            )
         return float(time.read(i, i + 1)[0])
 
     def meta_at(self, i: int) -> tuple[dict[str, Any], dict[str, str]]:
@@ -483,7 +530,9 @@ class TrajectoryReader:
         if self._box is None:
             key = join(self.path, "box")
             attributes = read_group_attributes(self.tree, key)
-            self._box = False if attributes is None else _BoxReader(self.tree, key, attributes, self.nstep)
+            self._box = (
+                False if attributes is None else _BoxReader(self.tree, key, attributes, self.nstep)
+            )
         return self._box or None
 
     # -- frames ------------------------------------------------------------------------------
@@ -502,23 +551,26 @@ class TrajectoryReader:
         if unknown:
             raise InvalidRecord(f"blocks {sorted(unknown)} are not declared", path=self.path)
         wanted = None if columns is None else set(columns)
-        located = {}
+        located: dict[str, tuple[BlockReader, tuple[int, int, int]]] = {}
         for name in names:
             reader = self.block(name)
             where = None if reader is None else reader.locate(i)
-            if where is not None:
+            if reader is not None and where is not None:
                 located[name] = (reader, where)
         self._check_alignment(i, located, names)
         resolved = {name: reader.rows(w[1], w[2], wanted) for name, (reader, w) in located.items()}
         meta, tags = self.meta_at(i)
-        return Frame._trusted(resolved, meta, tags, self.box_at(i), self.step_at(i), self.time_at(i))
+        return Frame._trusted(
+            resolved, meta, tags, self.box_at(i), self.step_at(i), self.time_at(i)
+        )
 
     def _check_alignment(self, i: int, located: Mapping[str, Any], names: list[str]) -> None:
         for name, (_, (_, start, stop)) in located.items():
             system = self.system.get(name)
             if system is not None and stop - start != system.count:
                 raise InvalidRecord(
-                    f"frame {i}: {stop - start} rows but system/{name} has {system.count} (trajectory.md §1.5)",
+                    f"frame {i}: {stop - start} rows but system/{name} has {system.count}"
+                    " (trajectory.md §1.5)",
                     path=join(self.path, name),
                 )
             target = self.declaration.blocks[name].aligned_with
@@ -547,8 +599,10 @@ class TrajectoryReader:
     def steps(self) -> npt.NDArray[np.int64]:
         """All ``nstep`` step numbers."""
         if self.step_progression is not None:
-            stride = self.step_progression.get("stride", 0)
-            return self.step_progression["start"] + np.arange(self.nstep, dtype=np.int64) * stride
+            stride = int(self.step_progression.get("stride", 0))
+            start = int(self.step_progression["start"])
+            steps: npt.NDArray[np.int64] = start + np.arange(self.nstep, dtype=np.int64) * stride
+            return steps
         step = self._dense_array("step")
         return np.empty(0, np.int64) if step is None else step.read(0, self.nstep).astype(np.int64)
 
@@ -557,7 +611,9 @@ class TrajectoryReader:
         if self.time_progression is not None:
             start = self.time_progression["start"]
             stride = self.time_progression.get("stride", 0.0)
-            return np.array([start + float(i) * stride for i in range(self.nstep)], dtype=np.float64)
+            return np.array(
+                [start + float(i) * stride for i in range(self.nstep)], dtype=np.float64
+            )
         time = self._dense_array("time")
         return None if time is None else time.read(0, self.nstep).astype(np.float64)
 
@@ -601,7 +657,13 @@ class TrajectoryReader:
             if aligned is not None and system is not None:
                 for ordinal, count in aligned.counts():
                     if count != system.count:
-                        problems.append((aligned.path, f"update at ordinal {ordinal} has {count} rows, system/{name} has {system.count} (trajectory.md §1.5)"))
+                        problems.append(
+                            (
+                                aligned.path,
+                                f"update at ordinal {ordinal} has {count} rows, system/{name} has"
+                                f" {system.count} (trajectory.md §1.5)",
+                            )
+                        )
             if spec.aligned_with is None or aligned is None:
                 continue
             ordinals = {o for o, _ in aligned.counts()}
@@ -610,16 +672,18 @@ class TrajectoryReader:
                 ordinals |= {o for o, _ in target.counts()}
             for ordinal in sorted(o for o in ordinals if o < self.nstep):
                 try:
-                    self._check_alignment(ordinal, {name: (aligned, w)} if (w := aligned.locate(ordinal)) else {}, [name])
+                    self._check_alignment(
+                        ordinal,
+                        {name: (aligned, w)} if (w := aligned.locate(ordinal)) else {},
+                        [name],
+                    )
                 except InvalidRecord as exc:
                     problems.append((exc.path or aligned.path, exc.message))
         return problems
 
     def _validate_precision(self, readers: Mapping[str, BlockReader]) -> list[tuple[str, str]]:
-        from ...model import on_grid
-
         problems = []
-        for name, reader in readers.items():
+        for reader in readers.values():
             for column, cspec in reader.spec.columns.items():
                 if cspec.precision is None or column not in reader.columns or not reader.total_rows:
                     continue
@@ -629,7 +693,11 @@ class TrajectoryReader:
                     values = values[mask.read(0, reader.total_rows)]
                 if not on_grid(values, cspec.precision):
                     problems.append(
-                        (reader.columns[column].key, f"values off the grid of the declared precision {cspec.precision} (frame.md §7.2)")
+                        (
+                            reader.columns[column].key,
+                            f"values off the grid of the declared precision {cspec.precision}"
+                            " (frame.md §7.2)",
+                        )
                     )
         return problems
 
@@ -666,13 +734,20 @@ class _BoxReader:
             self.n_updates = self.step_index.count_below(nstep, self.step_index.length)
         for array in (self.vectors, self.origin, self.boundary):
             if array is not None and array.shape[0] < self.n_updates:
-                raise InvalidRecord(f"holds {array.shape[0]} cell updates, need {self.n_updates}", path=array.key)
+                raise InvalidRecord(
+                    f"holds {array.shape[0]} cell updates, need {self.n_updates}", path=array.key
+                )
 
     def close(self) -> None:
         """Release the shard entries of the cell arrays."""
         if self.vectors is None:
             return
-        for array in (self.vectors, self.origin, self.boundary, self.step_index and self.step_index.reader):
+        for array in (
+            self.vectors,
+            self.origin,
+            self.boundary,
+            self.step_index and self.step_index.reader,
+        ):
             if array:
                 array.close()
 

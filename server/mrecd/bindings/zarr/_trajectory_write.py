@@ -17,7 +17,6 @@ and every ``K`` frames (or on :meth:`TrajectoryWriter.flush`) committed:
 from __future__ import annotations
 
 import math
-import os
 import struct
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -91,8 +90,16 @@ def create_trajectory_group(root: Path, declaration: Declaration) -> None:
         for key, spec in declaration.meta.items():
             element, width = TAG_LAYOUT[spec.dtype]
             stored = "string" if element == "json" else element
-            ArrayAppender(path / "meta" / key, _dense_layout(stored, () if width is None else (width,)), {"meta_dtype": spec.dtype})
-    write_json_atomic(path / "zarr.json", _group_doc({"sequence_schema": declaration.to_dict(), "nstep": 0}), durable=True)
+            ArrayAppender(
+                path / "meta" / key,
+                _dense_layout(stored, () if width is None else (width,)),
+                {"meta_dtype": spec.dtype},
+            ).flush()
+    write_json_atomic(
+        path / "zarr.json",
+        _group_doc({"sequence_schema": declaration.to_dict(), "nstep": 0}),
+        durable=True,
+    )
 
 
 # -- blocks ------------------------------------------------------------------------------------
@@ -127,10 +134,16 @@ class _BlockWriter:
         for column, cspec in self.spec.columns.items():
             per_shard = chunks_per_shard(rows, widths[column])
             codecs = tuple(inner_codecs(cspec.dtype, precision=cspec.precision))
-            layouts[column] = ArrayLayout(cspec.dtype, tuple(cspec.trailing), rows, rows * per_shard, codecs)
+            layouts[column] = ArrayLayout(
+                cspec.dtype, tuple(cspec.trailing), rows, rows * per_shard, codecs
+            )
             if cspec.nullable:
                 layouts[f"_validity/{column}"] = ArrayLayout(
-                    "bool", (), rows, rows * chunks_per_shard(rows, 1), tuple(inner_codecs("bool", dense=True))
+                    "bool",
+                    (),
+                    rows,
+                    rows * chunks_per_shard(rows, 1),
+                    tuple(inner_codecs("bool", dense=True)),
                 )
         return layouts
 
@@ -164,17 +177,23 @@ class _BlockWriter:
         self.regular = not block.indexed and block.n_updates > 0
         self.uniform_rows = block.uniform_rows
         for column, array in block.columns.items():
-            self.columns[column] = ArrayAppender(self.path / column, _layout_of(array.metadata), length=self.total_rows)
+            self.columns[column] = ArrayAppender(
+                self.path / column, _layout_of(array.metadata), length=self.total_rows
+            )
         for column, array in block.masks.items():
             self.masks[column] = ArrayAppender(
                 self.path / "_validity" / column, _layout_of(array.metadata), length=self.total_rows
             )
         if block.indexed:
             self.step_index = ArrayAppender(
-                self.path / "step_index", _layout_of(block.step_index.reader.metadata), length=self.n_updates
+                self.path / "step_index",
+                _layout_of(block.step_index.reader.metadata),
+                length=self.n_updates,
             )
             self.offset = ArrayAppender(
-                self.path / "offset", _layout_of(block.offset.reader.metadata), length=self.n_updates + 1
+                self.path / "offset",
+                _layout_of(block.offset.reader.metadata),
+                length=self.n_updates + 1,
             )
         if block.indexed and block.markers:
             self.attributes_dirty = True  # a crash left markers beside the index: drop them now
@@ -199,7 +218,9 @@ class _BlockWriter:
             mask = self.masks.get(column)
             if mask is not None:
                 validity = block[column].validity
-                mask.append(np.ones(block.count, dtype=bool) if validity is None else np.asarray(validity))
+                mask.append(
+                    np.ones(block.count, dtype=bool) if validity is None else np.asarray(validity)
+                )
         self.n_updates += 1
         self.total_rows += block.count
         if not self.regular:
@@ -225,9 +246,11 @@ class _BlockWriter:
         return attributes
 
     def appenders(self) -> list[ArrayAppender]:
+        """Arrays in commit order: ``offset`` before ``step_index``, so a commit cut short
+        leaves at worst an ``offset`` without its ``step_index``, which readers ignore."""
         out = [*self.columns.values(), *self.masks.values()]
         if self.step_index is not None and self.offset is not None:
-            out += [self.step_index, self.offset]
+            out += [self.offset, self.step_index]
         return out
 
     def group_document(self) -> tuple[Path, dict[str, Any]] | None:
@@ -235,10 +258,14 @@ class _BlockWriter:
         if not self.attributes_dirty:
             return None
         self.attributes_dirty = False
-        return self.path / "zarr.json", _group_doc(self._attributes(markers=self.regular and self.n_updates > 0))
+        return self.path / "zarr.json", _group_doc(
+            self._attributes(markers=self.regular and self.n_updates > 0)
+        )
 
     def frame_bytes(self) -> int:
-        return self.frame_rows * sum(row_bytes(c.dtype, tuple(c.trailing)) for c in self.spec.columns.values())
+        return self.frame_rows * sum(
+            row_bytes(c.dtype, tuple(c.trailing)) for c in self.spec.columns.values()
+        )
 
     def frames_per_chunk(self) -> int:
         if not self.columns or not self.frame_rows:
@@ -252,7 +279,9 @@ def _layout_of(metadata: Mapping[str, Any]) -> ArrayLayout:
 
     codecs = metadata.get("codecs", [])
     if len(codecs) != 1 or codecs[0].get("name") != "sharding_indexed":
-        raise ReadOnlyError("the array is not sharded the way mrecd appends; it cannot be appended to")
+        raise ReadOnlyError(
+            "the array is not sharded the way mrecd appends; it cannot be appended to"
+        )
     conf = codecs[0]["configuration"]
     if conf.get("index_location") != "start":
         raise ReadOnlyError("shard index at the end: the array cannot be appended positionally")
@@ -298,7 +327,9 @@ class _BoxWriter:
             if name == "step_index" and array is not None:
                 array = array.reader
             if array is not None:
-                self.arrays[name] = ArrayAppender(self.path / name, _layout_of(array.metadata), length=self.n_updates)
+                self.arrays[name] = ArrayAppender(
+                    self.path / name, _layout_of(array.metadata), length=self.n_updates
+                )
 
     def add(self, ordinal: int, box: Box) -> None:
         if self.mode is None:
@@ -330,11 +361,20 @@ class _BoxWriter:
         self._optional("boundary", box.boundary, explicit, default_flags, "bool")
         self.n_updates += 1
 
-    def _optional(self, name: str, value: npt.NDArray[Any], off_default: bool, default: npt.NDArray[Any], dtype: str) -> None:
+    def _optional(
+        self,
+        name: str,
+        value: npt.NDArray[Any],
+        off_default: bool,
+        default: npt.NDArray[Any],
+        dtype: str,
+    ) -> None:
         appender = self.arrays.get(name)
         if appender is None and off_default:  # materialize, backfilled with the default
             appender = ArrayAppender(self.path / name, _dense_layout(dtype, (3,)))
-            appender.append(np.repeat(default[None], self.n_updates, axis=0).astype(numpy_dtype(dtype)))
+            appender.append(
+                np.repeat(default[None], self.n_updates, axis=0).astype(numpy_dtype(dtype))
+            )
             self.arrays[name] = appender
         if appender is not None:
             appender.append(np.asarray(value)[None])
@@ -447,10 +487,14 @@ class TrajectoryWriter:
         self.path = root / "trajectory"
         reader = TrajectoryReader(DirTree(root), system=system)
         if reader.foreign:
-            raise ReadOnlyError("a trajectory without sequence_schema (foreign writer) is read, not appended to")
+            raise ReadOnlyError(
+                "a trajectory without sequence_schema (foreign writer) is read, not appended to"
+            )
         self.declaration = reader.declaration
         self.state = SequenceState(self.declaration, system=system, sections=sections)
-        self.blocks = {n: _BlockWriter(self.path / n, n, s) for n, s in self.declaration.blocks.items()}
+        self.blocks = {
+            n: _BlockWriter(self.path / n, n, s) for n, s in self.declaration.blocks.items()
+        }
         self.box = _BoxWriter(self.path / "box")
         self.steps = _Series(self.path / "step", "i64")
         self.times = _Series(self.path / "time", "f64")
@@ -480,13 +524,18 @@ class TrajectoryWriter:
         for key, spec in self.declaration.meta.items():
             array = reader.meta_array(key)
             self.meta[key] = ArrayAppender(
-                self.path / "meta" / key, _layout_of(array.metadata), {"meta_dtype": spec.dtype}, length=n
+                self.path / "meta" / key,
+                _layout_of(array.metadata),
+                {"meta_dtype": spec.dtype},
+                length=n,
             )
         self._reopen_series(reader, n)
         if last is not None:
             current = {name: last[name] for name in last}
             has_time = last.time is not None
-            self.state.restore(nstep=n, last_step=last.step, has_time=has_time, current=current, box=last.box)
+            self.state.restore(
+                nstep=n, last_step=last.step, has_time=has_time, current=current, box=last.box
+            )
             for name, block in self.blocks.items():
                 if name in last:
                     block.frame_rows = last[name].count
@@ -511,7 +560,7 @@ class TrajectoryWriter:
     # -- appending ---------------------------------------------------------------------------
 
     def append(self, frame: Frame) -> int:
-        """Admit one frame and queue it; commits (not durably) every ``K`` frames. Returns the frame count."""
+        """Admit and queue one frame; commit (not durably) every ``K``. Returns the frame count."""
         self._raise_failure()
         update = self.state.admit(frame, path=f"frame {self.nstep + self.pending}")
         self._queue(update)
@@ -523,7 +572,10 @@ class TrajectoryWriter:
         """Admit every frame first (all or nothing), then queue them. Returns the frame count."""
         self._raise_failure()
         trial = self.state.copy()
-        updates = [trial.admit(f, path=f"frame {self.nstep + self.pending + i}") for i, f in enumerate(frames)]
+        updates = [
+            trial.admit(f, path=f"frame {self.nstep + self.pending + i}")
+            for i, f in enumerate(frames)
+        ]
         self.state = trial
         for update in updates:
             self._queue(update)
@@ -554,13 +606,15 @@ class TrajectoryWriter:
         total = sum(
             b.count * row_bytes(c.dtype, c.trailing) for b in frame.values() for c in b.values()
         )
-        per_chunk = max((w.frames_per_chunk() for w in self.blocks.values() if w.created), default=1)
+        per_chunk = max(
+            (w.frames_per_chunk() for w in self.blocks.values() if w.created), default=1
+        )
         self.k = flush_every(total, per_chunk)
 
     # -- committing --------------------------------------------------------------------------
 
     def flush(self, *, durable: bool = True, wait: bool = True) -> int:
-        """Commit every queued frame; ``durable`` adds the fsyncs. Returns the frame count committed.
+        """Commit every queued frame (``durable``: with fsyncs); returns the frames committed.
 
         The commit is prepared here (chunks cut, bookkeeping advanced) and
         written by the committer thread: data, array metadata, group metadata,
@@ -595,22 +649,34 @@ class TrajectoryWriter:
     def _raise_failure(self) -> None:
         if self._failure is not None:
             raise InvalidRecord(
-                f"an earlier commit failed ({self._failure!r}); the store holds the frames committed"
+                f"an earlier commit failed ({self._failure!r}); the store holds the frames"
+                " committed"
                 " before it: reopen the trajectory to append again"
             ) from self._failure
 
     def _prepare(self, durable: bool) -> _Commit:
         arrays = [c for a in self._appenders() if (c := a.prepare()) is not None]
-        groups = [doc for block in self.blocks.values() if (doc := block.group_document()) is not None]
+        groups = [
+            doc for block in self.blocks.values() if (doc := block.group_document()) is not None
+        ]
         box = self.box.group_document()
         if box is not None:
             groups.append(box)
-        attributes: dict[str, Any] = {"sequence_schema": self.declaration.to_dict(), "nstep": self.nstep + self.pending}
+        attributes: dict[str, Any] = {
+            "sequence_schema": self.declaration.to_dict(),
+            "nstep": self.nstep + self.pending,
+        }
         for name, series in (("step_progression", self.steps), ("time_progression", self.times)):
             progression = series.progression()
             if progression is not None:
                 attributes[name] = progression
-        return _Commit(arrays, groups, (self.path / "zarr.json", _group_doc(attributes)), durable, self._appenders())
+        return _Commit(
+            arrays,
+            groups,
+            (self.path / "zarr.json", _group_doc(attributes)),
+            durable,
+            self._appenders(),
+        )
 
     def _run(self, commit: _Commit) -> None:
         """On the committer thread: encode (two threads for big commits), write, publish."""

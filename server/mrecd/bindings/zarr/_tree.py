@@ -131,7 +131,7 @@ class Tree(ABC):
 
     @abstractmethod
     def open_range(self, key: str) -> RangeReader | None:
-        """A positional reader of entry ``key`` (``None`` when missing): reads touch only their bytes."""
+        """A positional reader of entry ``key`` (``None`` when missing)."""
 
     @property
     @abstractmethod
