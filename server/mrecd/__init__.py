@@ -6,6 +6,8 @@ The record model (:class:`Frame`, :class:`Block`, :class:`Column`,
 :func:`decode_frame`) are importable from here.
 """
 
+from typing import TYPE_CHECKING
+
 from .codecs import decode_frame, encode_frame
 from .errors import (
     AlreadyExists,
@@ -67,3 +69,19 @@ __all__ = [
     "quantize",
     "quantum",
 ]
+
+# The local API imports the storage bindings (lmdb, zarr): load it on first use
+# so that importing the model and codecs (as mrecd_client does) stays light.
+if TYPE_CHECKING:
+    from .api import Collection, create_collection, open_collection
+
+_LAZY = {"Collection", "create_collection", "open_collection"}
+__all__ += ["Collection", "create_collection", "open_collection"]
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'mrecd' has no attribute {name!r}")
