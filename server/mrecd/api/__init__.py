@@ -5,6 +5,7 @@ from ._collection import (
     CollectionTrajectory,
     RecordOutOfRange,
     create_collection,
+    load_collection,
     open_collection,
 )
 
@@ -13,5 +14,6 @@ __all__ = [
     "CollectionTrajectory",
     "RecordOutOfRange",
     "create_collection",
+    "load_collection",
     "open_collection",
 ]

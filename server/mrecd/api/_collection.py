@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
 
 from ..bindings.lmdb import LmdbCollection, RecordParts, incoming, index_values, join
+from ..bindings.lmdb._interchange import collection_from_dict, collection_to_dict
 from ..bindings.lmdb._read import RecordView
 from ..errors import InvalidRecord, NotFound
 from ..forcefield import ForceField
@@ -23,6 +24,7 @@ __all__ = [
     "CollectionTrajectory",
     "RecordOutOfRange",
     "create_collection",
+    "load_collection",
     "open_collection",
 ]
 
@@ -380,6 +382,23 @@ class Collection:
             return range(n, n)
         return self._binding.append(items, own)
 
+    def to_dict(self) -> dict[str, Any]:
+        """The whole collection in its logical JSON form (the schema fixtures' shape).
+
+        ``index`` holds only the collection's own columns (the binding's four
+        are not part of the model, collection.md §2.3). Reads every record.
+        """
+        with self._binding.reading() as txn:
+            state = self._binding.state(txn)
+        records = self.read_many(range(state.meta.n_records))
+        return collection_to_dict(
+            state.meta.collection,
+            state.meta.declaration,
+            state.table.block(),
+            list(state.table.own),
+            records,
+        )
+
     def __repr__(self) -> str:
         if self._binding.closed:
             return "Collection(closed)"
@@ -482,3 +501,27 @@ def open_collection(
         ``"r+"`` on a read-only file or a version-1 collection.
     """
     return Collection(LmdbCollection.open(os.fspath(path), mode=mode, index_columns=index_columns))
+
+
+def load_collection(
+    path: PathLike, data: Mapping[str, Any], *, overwrite: bool = False
+) -> Collection:
+    """Create a collection at ``path`` from its logical JSON form (see :meth:`Collection.to_dict`).
+
+    The index columns are declared from ``data["index"]`` and their values
+    given per record; everything is appended in one transaction.
+    """
+    parts = collection_from_dict(data)
+    collection = create_collection(
+        path,
+        meta=parts["meta"],
+        declaration=parts["declaration"],
+        index_columns=parts["index_columns"],
+        overwrite=overwrite,
+    )
+    try:
+        collection.extend(parts["records"], index=parts["index"])
+    except BaseException:
+        collection.close()
+        raise
+    return collection
