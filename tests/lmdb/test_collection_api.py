@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from collection_helpers import H2O2, UNITS, X0, XYZ, atoms, frame, new, system
+from collection_helpers import H2O2, UNITS, X0, XYZ, atoms, frame, keys, new, snapshot, system
 
 import mrecd
 from mrecd.api import RecordOutOfRange
@@ -256,3 +256,30 @@ def test_client_import_stays_light() -> None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(server), str(client)]))
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
     assert mrecd.Collection is mrecd.api.Collection
+
+
+def test_compact_packs_the_same_keys_and_values(tmp_path: Path) -> None:
+    path, packed = tmp_path / "grown.mrec.lmdb", tmp_path / "packed.mrec.lmdb"
+    with new(path, index_columns={"k": {"dtype": "i64"}}) as col:
+        for k in range(300):
+            x = np.linspace(0, 1, 40) + k
+            frames = [frame(s, -1.0 * s, atoms=atoms(x, s)) for s in range(k % 7 + 1)]
+            col.append(
+                {"meta": {"k": k}, "system": system(40), "trajectory": frames}, index={"k": k}
+            )
+        col.compact(packed)
+        with pytest.raises(mrecd.AlreadyExists):
+            col.compact(packed)
+        before = snapshot(col)
+    assert keys(packed) == before
+    assert packed.stat().st_size < 0.8 * path.stat().st_size
+    with mrecd.open_collection(packed, "r+") as copy, mrecd.open_collection(path) as col:
+        assert copy.read_many(range(300)) == col.read_many(range(300))
+        assert copy.append({"system": system()}, index={"k": -1}) == 300
+
+
+def test_compact_of_an_empty_collection(tmp_path: Path) -> None:
+    with new(tmp_path / "e.mrec.lmdb") as col:
+        col.compact(tmp_path / "p.mrec.lmdb")
+    with mrecd.open_collection(tmp_path / "p.mrec.lmdb") as copy:
+        assert len(copy) == 0 and copy.declaration is not None

@@ -222,10 +222,11 @@ def test_frame_with_undeclared_block_is_refused(two: Path) -> None:
 
     rewrite_frame_value(two, frame_key(1), add_bonds)
     with mrecd.open_collection(two) as col:
+        assert col[0].trajectory[0].step == 0  # resolving frame 0 reads frame 0 only
         with pytest.raises(
             mrecd.InvalidRecord, match="'bonds', which sequence_schema does not declare"
         ):
-            col[0].trajectory[0]
+            col[0].trajectory[1]
         with pytest.raises(mrecd.InvalidRecord, match="does not declare"):
             list(col[0].trajectory)
         assert len(col[1].trajectory[1]["atoms"]) == 3  # other records still read
@@ -244,8 +245,11 @@ def test_missing_frame_key_is_refused(two: Path) -> None:
 def test_missing_last_frame_key_is_refused(two: Path) -> None:
     with raw(two, write=True) as txn:
         txn.delete(frame_key(4))
-    with mrecd.open_collection(two) as col, pytest.raises(mrecd.InvalidRecord, match=r"f‖4"):
-        col[1].trajectory[0]
+    with mrecd.open_collection(two) as col:
+        with pytest.raises(mrecd.InvalidRecord, match=r"f‖4"):
+            col[1].trajectory[1]
+        with pytest.raises(mrecd.InvalidRecord, match=r"f‖4"):
+            list(col[1].trajectory)
 
 
 @pytest.mark.parametrize(
@@ -290,7 +294,7 @@ def test_update_header_refusals(
 
     rewrite_frame_value(two, frame_key(2), apply)
     with mrecd.open_collection(two) as col, pytest.raises(mrecd.InvalidRecord, match=match):
-        col[0].trajectory[0]
+        col[0].trajectory[2]
 
 
 def test_bad_frame_bytes_are_refused(two: Path) -> None:
@@ -323,7 +327,7 @@ def test_cell_updates_disagreeing_on_cell_defined(tmp_path: Path) -> None:
         mrecd.open_collection(path) as col,
         pytest.raises(mrecd.InvalidRecord, match="cell_defined"),
     ):
-        col[0].trajectory[0]
+        col[0].trajectory[1]
 
 
 def test_record_with_neither_system_nor_trajectory(tmp_path: Path) -> None:

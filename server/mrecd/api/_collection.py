@@ -382,6 +382,16 @@ class Collection:
             return range(n, n)
         return self._binding.append(items, own)
 
+    def compact(self, path: PathLike, *, overwrite: bool = False) -> None:
+        """Write a packed copy of this collection to the new file ``path``.
+
+        A collection grown by appends keeps its LMDB leaf pages about half
+        full; the copy packs them (typically close to half the size) and holds
+        the same keys and values. Readers and writers of this collection may
+        go on meanwhile: the copy is of one committed state.
+        """
+        self._binding.compact(os.fspath(path), overwrite=overwrite)
+
     def to_dict(self) -> dict[str, Any]:
         """The whole collection in its logical JSON form (the schema fixtures' shape).
 

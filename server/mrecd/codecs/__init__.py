@@ -2,4 +2,11 @@
 
 from ._mrf1 import MAGIC, decode_blocks, decode_frame, encode_blocks, encode_frame, plain_document
 
-__all__ = ["MAGIC", "decode_blocks", "decode_frame", "encode_blocks", "encode_frame", "plain_document"]
+__all__ = [
+    "MAGIC",
+    "decode_blocks",
+    "decode_frame",
+    "encode_blocks",
+    "encode_frame",
+    "plain_document",
+]

@@ -62,7 +62,9 @@ def _pad(n: int) -> int:
 # -- encoding -------------------------------------------------------------------------------
 
 
-def encode_blocks(blocks: Mapping[str, Block], header: Mapping[str, Any], *, attributes: bool = True) -> bytes:
+def encode_blocks(
+    blocks: Mapping[str, Block], header: Mapping[str, Any], *, attributes: bool = True
+) -> bytes:
     """Frame bytes for ``blocks`` with the other header keys taken from ``header``.
 
     ``header`` holds ``meta`` and whatever else the value carries (``step``,
@@ -101,7 +103,9 @@ def encode_blocks(blocks: Mapping[str, Block], header: Mapping[str, Any], *, att
             columns[column_name] = entry
         block_entry: dict[str, Any] = {
             "count": block.count,
-            "structural_shape": None if block.structural_shape is None else list(block.structural_shape),
+            "structural_shape": None
+            if block.structural_shape is None
+            else list(block.structural_shape),
             "columns": columns,
         }
         if block.targets:
@@ -177,13 +181,19 @@ def _decode_column(entry: Any, count: int, payload: memoryview, copy: bool, path
         raise FrameBytesError("shape is a non-empty list [count, *trailing]", path=path)
     dims = [_int(n, "shape entry", path) for n in shape]
     if dims[0] != count:
-        raise FrameBytesError(f"shape {dims} does not start with the block count {count}", path=path)
+        raise FrameBytesError(
+            f"shape {dims} does not start with the block count {count}", path=path
+        )
     size = math.prod(dims)
     if dtype == "string":
         if "offset" in entry:
             raise FrameBytesError("a string column carries values, not an offset", path=path)
         values = entry.get("values")
-        if not isinstance(values, list) or len(values) != size or not all(isinstance(v, str) for v in values):
+        if (
+            not isinstance(values, list)
+            or len(values) != size
+            or not all(isinstance(v, str) for v in values)
+        ):
             raise FrameBytesError(f"a string column carries {size} strings in values", path=path)
         array: npt.NDArray[Any] = np.array(values, dtype=STRING_DTYPE).reshape(dims)
     else:
@@ -227,7 +237,9 @@ def _decode_block(entry: Any, payload: memoryview, copy: bool, path: str) -> Blo
             raise FrameBytesError("structural_shape is a list or null", path=path)
         shape = tuple(_int(n, "structural_shape entry", path) for n in raw_shape)
         if math.prod(shape) != count:
-            raise FrameBytesError(f"structural_shape {list(shape)} does not multiply to count {count}", path=path)
+            raise FrameBytesError(
+                f"structural_shape {list(shape)} does not multiply to count {count}", path=path
+            )
     raw_columns = entry.get("columns")
     if not isinstance(raw_columns, dict):
         raise FrameBytesError("columns is an object", path=path)
@@ -245,7 +257,9 @@ def _decode_block(entry: Any, payload: memoryview, copy: bool, path: str) -> Blo
         for column_name, target in targets.items():
             column = columns.get(column_name)
             if column is None or column.dtype != "u64" or column.trailing:
-                raise FrameBytesError(f"target column {column_name!r} must be a u64[N] column", path=path)
+                raise FrameBytesError(
+                    f"target column {column_name!r} must be a u64[N] column", path=path
+                )
             check_target(target, path=f"{path}.targets.{column_name}")
     attributes = entry.get("attributes")
     if attributes is not None and not isinstance(attributes, dict):
@@ -262,7 +276,9 @@ def decode_blocks(buffer: Any, *, copy: bool = False) -> tuple[dict[str, Block],
     try:
         view = memoryview(buffer).cast("B")
     except TypeError:
-        raise FrameBytesError(f"frame bytes must be a bytes-like object, not {type(buffer).__name__}") from None
+        raise FrameBytesError(
+            f"frame bytes must be a bytes-like object, not {type(buffer).__name__}"
+        ) from None
     if len(view) < 8:
         raise FrameBytesError(f"frame bytes are {len(view)} bytes; the prefix alone is 8")
     magic, header_length = _PREFIX.unpack_from(view)

@@ -40,7 +40,10 @@ def check_target(target: object, *, path: str | None = None) -> str:
 
 
 def check_targets(
-    targets: Mapping[str, Any], columns: Mapping[str, tuple[str, tuple[int, ...]]], *, path: str | None
+    targets: Mapping[str, Any],
+    columns: Mapping[str, tuple[str, tuple[int, ...]]],
+    *,
+    path: str | None,
 ) -> dict[str, str]:
     """Check a ``targets`` map against ``{column: (dtype, trailing)}``; return it as a dict."""
     if not isinstance(targets, Mapping):
@@ -49,7 +52,9 @@ def check_targets(
     for column, target in targets.items():
         where = f"{path}.targets.{column}" if path else f"targets.{column}"
         if column not in columns:
-            raise InvalidRecord(f"targets names {column!r}, which is not a column of the block", path=where)
+            raise InvalidRecord(
+                f"targets names {column!r}, which is not a column of the block", path=where
+            )
         dtype, trailing = columns[column]
         if dtype != "u64" or trailing:
             raise InvalidRecord(
@@ -116,21 +121,30 @@ class Block(Mapping[str, Column]):
                     f"{name!r} cannot name a column ('_validity' is reserved, '/' separates paths)",
                     path=where,
                 )
-            column = value if isinstance(value, Column) else Column(value, CANONICAL.get(name), path=where)
+            column = (
+                value
+                if isinstance(value, Column)
+                else Column(value, CANONICAL.get(name), path=where)
+            )
             if name in CANONICAL:
-                values, dtype = canonical_dtype(name, column.values, column.dtype, coerce=coerce, path=where)
+                values, dtype = canonical_dtype(
+                    name, column.values, column.dtype, coerce=coerce, path=where
+                )
                 if dtype != column.dtype:
                     column = Column(values, dtype, validity=column.validity)
             built[name] = column
         counts = {len(c) for c in built.values()}
         if len(counts) > 1:
             detail = ", ".join(f"{n}: {len(c)}" for n, c in built.items())
-            raise InvalidRecord(f"columns disagree on the row count ({detail}) (frame.md §4)", path=path)
+            raise InvalidRecord(
+                f"columns disagree on the row count ({detail}) (frame.md §4)", path=path
+            )
         if counts:
             (rows,) = counts
             if count is not None and count != rows:
                 raise InvalidRecord(
-                    f"count {count} does not match the columns' {rows} rows (frame.md §4)", path=path
+                    f"count {count} does not match the columns' {rows} rows (frame.md §4)",
+                    path=path,
                 )
             count = rows
         if count is None:
@@ -152,7 +166,9 @@ class Block(Mapping[str, Column]):
         attrs = finite_json(dict(attributes or {}), path=path)
         clash = BLOCK_KEYS & set(attrs)
         if clash:
-            raise InvalidRecord(f"block attributes may not use the reserved names {sorted(clash)}", path=path)
+            raise InvalidRecord(
+                f"block attributes may not use the reserved names {sorted(clash)}", path=path
+            )
         self._attributes: dict[str, Any] = attrs
 
     @classmethod
@@ -214,13 +230,17 @@ class Block(Mapping[str, Column]):
     def rows(self, start: int, stop: int) -> Block:
         """Rows ``[start, stop)`` of every column (views)."""
         columns = {n: c.rows(start, stop) for n, c in self._columns.items()}
-        return Block._trusted(columns, max(0, min(stop, self._count) - start), None, self._targets, self._attributes)
+        return Block._trusted(
+            columns, max(0, min(stop, self._count) - start), None, self._targets, self._attributes
+        )
 
     def select(self, names: list[str] | tuple[str, ...] | set[str]) -> Block:
         """The block restricted to ``names`` (targets on dropped columns are dropped)."""
         columns = {n: c for n, c in self._columns.items() if n in names}
         targets = {k: v for k, v in (self._targets or {}).items() if k in columns}
-        return Block._trusted(columns, self._count, self._structural_shape, targets, self._attributes)
+        return Block._trusted(
+            columns, self._count, self._structural_shape, targets, self._attributes
+        )
 
     # -- equality -------------------------------------------------------------------------
 
@@ -244,7 +264,9 @@ class Block(Mapping[str, Column]):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        cols = ", ".join(f"{n}: {c.dtype}{list(c.trailing) or ''}" for n, c in self._columns.items())
+        cols = ", ".join(
+            f"{n}: {c.dtype}{list(c.trailing) or ''}" for n, c in self._columns.items()
+        )
         return f"Block(count={self._count}, {{{cols}}})"
 
     # -- JSON interchange form ------------------------------------------------------------
@@ -263,7 +285,9 @@ class Block(Mapping[str, Column]):
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], *, path: str | None = None, coerce: bool = False) -> Block:
+    def from_dict(
+        cls, data: Mapping[str, Any], *, path: str | None = None, coerce: bool = False
+    ) -> Block:
         """Read the JSON form (extra keys are producer attributes, preserved).
 
         A reader's path by default: canonical keys must already hold their dtype.

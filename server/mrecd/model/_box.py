@@ -18,13 +18,17 @@ _ALL_TRUE = np.ones(3, dtype=bool)
 _ALL_FALSE = np.zeros(3, dtype=bool)
 
 
-def _real(value: Any, shape: tuple[int, ...], name: str, path: str | None) -> npt.NDArray[np.float64]:
+def _real(
+    value: Any, shape: tuple[int, ...], name: str, path: str | None
+) -> npt.NDArray[np.float64]:
     if not isinstance(value, np.ndarray):  # JSON form may spell non-finite reals as strings
         value = _decode_strings(value, path)
     try:
         array = np.asarray(value)
     except (ValueError, TypeError):
-        raise InvalidRecord(f"box {name} must be a numeric array of shape {list(shape)}", path=path) from None
+        raise InvalidRecord(
+            f"box {name} must be a numeric array of shape {list(shape)}", path=path
+        ) from None
     if array.shape != shape:
         raise InvalidRecord(
             f"box {name} must have shape {list(shape)}, got {list(array.shape)} (the contract is"
@@ -87,7 +91,9 @@ class Box:
         path: str | None = None,
     ) -> None:
         if not isinstance(cell_defined, (bool, np.bool_)):
-            raise InvalidRecord(f"box cell_defined must be a boolean, not {cell_defined!r}", path=path)
+            raise InvalidRecord(
+                f"box cell_defined must be a boolean, not {cell_defined!r}", path=path
+            )
         self._cell_defined = bool(cell_defined)
         if self._cell_defined:
             if vectors is None:

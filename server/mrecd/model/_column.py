@@ -28,7 +28,9 @@ def _mask(validity: Any, rows: int, path: str | None) -> npt.NDArray[np.bool_] |
         return None
     mask = np.asarray(validity)
     if mask.dtype != np.bool_:
-        raise InvalidRecord(f"validity mask must be bool, not {mask.dtype} (frame.md §6)", path=path)
+        raise InvalidRecord(
+            f"validity mask must be bool, not {mask.dtype} (frame.md §6)", path=path
+        )
     if mask.shape != (rows,):
         raise InvalidRecord(
             f"validity mask must have one flag per row, shape [{rows}]; got {list(mask.shape)}"
@@ -246,7 +248,9 @@ class Column:
                 path=path,
             )
         values = _values_from_json(dtype, data.get("values"), tuple(shape), path)
-        return cls(values, dtype, validity=data.get("validity"), precision=data.get("precision"), path=path)
+        return cls(
+            values, dtype, validity=data.get("validity"), precision=data.get("precision"), path=path
+        )
 
 
 def _values_to_json(dtype: str, values: npt.NDArray[Any]) -> Any:
@@ -264,11 +268,17 @@ def _values_to_json(dtype: str, values: npt.NDArray[Any]) -> Any:
     return np.array(flat, dtype=object).reshape(values.shape).tolist() if values.ndim > 1 else flat
 
 
-def _values_from_json(dtype: str, raw: Any, shape: tuple[int, ...], path: str | None) -> npt.NDArray[Any]:
+def _values_from_json(
+    dtype: str, raw: Any, shape: tuple[int, ...], path: str | None
+) -> npt.NDArray[Any]:
     target = numpy_dtype(dtype)
     size = int(np.prod(shape))
     if raw is None:
-        return np.zeros(shape, dtype=target) if dtype != "string" else np.full(shape, "", dtype=STRING_DTYPE)
+        return (
+            np.zeros(shape, dtype=target)
+            if dtype != "string"
+            else np.full(shape, "", dtype=STRING_DTYPE)
+        )
     flat: list[Any] = []
 
     def walk(node: Any) -> None:

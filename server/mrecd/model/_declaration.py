@@ -15,7 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from ..errors import InvalidRecord
 from ._block import Block, check_target
@@ -60,8 +68,12 @@ class ColumnSpec(BaseModel):
 
     model_config = _FROZEN
 
-    dtype: str = Field(description="One of the thirteen column dtypes.", json_schema_extra={"enum": list(DTYPES)})
-    trailing: tuple[int, ...] = Field(default=(), description="Per-row shape after the leading axis.")
+    dtype: str = Field(
+        description="One of the thirteen column dtypes.", json_schema_extra={"enum": list(DTYPES)}
+    )
+    trailing: tuple[int, ...] = Field(
+        default=(), description="Per-row shape after the leading axis."
+    )
     nullable: bool = Field(default=False, description="Written only when true.")
     precision: float | None = Field(default=None, description="Declared precision; f64 only.")
 
@@ -117,18 +129,23 @@ class BlockSpec(BaseModel):
                     path=f"columns.{name}",
                 )
         if self.structural_shape is not None and any(n < 0 for n in self.structural_shape):
-            raise InvalidRecord("structural_shape is a list of non-negative integers", path="structural_shape")
+            raise InvalidRecord(
+                "structural_shape is a list of non-negative integers", path="structural_shape"
+            )
         for column, target in (self.targets or {}).items():
             where = f"targets.{column}"
             if column not in self.columns:
                 raise InvalidRecord(f"targets names {column!r}, not a declared column", path=where)
             spec = self.columns[column]
             if spec.dtype != "u64" or spec.trailing:
-                raise InvalidRecord(f"a row reference is u64[N]; {column!r} is {spec.dtype}", path=where)
+                raise InvalidRecord(
+                    f"a row reference is u64[N]; {column!r} is {spec.dtype}", path=where
+                )
             check_target(target, path=where)
         if self.aligned_with is not None and self.structural_shape is not None:
             raise InvalidRecord(
-                "an aligned block declares no structural_shape (trajectory.md §7.2)", path="aligned_with"
+                "an aligned block declares no structural_shape (trajectory.md §7.2)",
+                path="aligned_with",
             )
         return self
 
@@ -149,7 +166,10 @@ class BlockSpec(BaseModel):
         return cls(
             columns={
                 n: ColumnSpec(
-                    dtype=c.dtype, trailing=c.trailing, nullable=c.validity is not None, precision=c.precision
+                    dtype=c.dtype,
+                    trailing=c.trailing,
+                    nullable=c.validity is not None,
+                    precision=c.precision,
                 )
                 for n, c in block.items()
             },
@@ -168,8 +188,12 @@ class MetaSpec(BaseModel):
 
     model_config = _FROZEN
 
-    dtype: str = Field(description="One of the sixteen meta tags.", json_schema_extra={"enum": list(META_TAGS)})
-    fill: Any = Field(default=None, description="Typed JSON value written when a frame omits the key.")
+    dtype: str = Field(
+        description="One of the sixteen meta tags.", json_schema_extra={"enum": list(META_TAGS)}
+    )
+    fill: Any = Field(
+        default=None, description="Typed JSON value written when a frame omits the key."
+    )
     _fill: Any = PrivateAttr(default=None)
 
     @model_validator(mode="after")
@@ -224,7 +248,8 @@ class Declaration(BaseModel):
             where = f"blocks.{name}"
             if name in RESERVED_BLOCK_NAMES:
                 raise InvalidRecord(
-                    f"block name {name!r} is reserved under trajectory/ (trajectory.md §9)", path=where
+                    f"block name {name!r} is reserved under trajectory/ (trajectory.md §9)",
+                    path=where,
                 )
             if not name or "/" in name:
                 raise InvalidRecord(f"block name {name!r} is not a valid name", path=where)
@@ -250,9 +275,13 @@ class Declaration(BaseModel):
         if target is None:
             return
         if target == name:
-            raise InvalidRecord("a block cannot be aligned with itself", path=f"{where}.aligned_with")
+            raise InvalidRecord(
+                "a block cannot be aligned with itself", path=f"{where}.aligned_with"
+            )
         if target not in self.blocks:
-            raise InvalidRecord(f"aligned_with {target!r} is not a declared block", path=f"{where}.aligned_with")
+            raise InvalidRecord(
+                f"aligned_with {target!r} is not a declared block", path=f"{where}.aligned_with"
+            )
         if self.blocks[target].aligned_with is not None:
             raise InvalidRecord(
                 f"aligned_with {target!r}, which is itself aligned: no chains (trajectory.md §7.2)",
@@ -304,7 +333,12 @@ class Declaration(BaseModel):
         for frame in frames:
             for name, block in frame.items():
                 entry = blocks.setdefault(
-                    name, {"columns": {}, "structural_shape": block.structural_shape, "targets": block.targets}
+                    name,
+                    {
+                        "columns": {},
+                        "structural_shape": block.structural_shape,
+                        "targets": block.targets,
+                    },
                 )
                 for column, col in block.items():
                     spec = entry["columns"].get(column)
@@ -322,10 +356,14 @@ class Declaration(BaseModel):
                             f"{list(spec['trailing'])} vs {col.dtype}{list(col.trailing)}"
                         )
                     spec["nullable"] = spec["nullable"] or col.validity is not None
-                    spec["precision"] = spec["precision"] if spec["precision"] is not None else col.precision
+                    spec["precision"] = (
+                        spec["precision"] if spec["precision"] is not None else col.precision
+                    )
             for key, tag in frame.meta_types.items():
                 if meta.setdefault(key, tag) != tag:
-                    raise InvalidRecord(f"frames disagree on the tag of meta key {key!r}: {meta[key]} vs {tag}")
+                    raise InvalidRecord(
+                        f"frames disagree on the tag of meta key {key!r}: {meta[key]} vs {tag}"
+                    )
         return cls.from_dict(
             {
                 "blocks": {
@@ -384,7 +422,9 @@ class Declaration(BaseModel):
             )
         extra = set(block) - set(spec.columns)
         if extra:
-            raise InvalidRecord(f"columns {sorted(extra)} are not declared for block {name!r}", path=where)
+            raise InvalidRecord(
+                f"columns {sorted(extra)} are not declared for block {name!r}", path=where
+            )
         missing = set(spec.columns) - set(block)
         if missing:
             raise InvalidRecord(
@@ -409,10 +449,14 @@ class Declaration(BaseModel):
                 path=where,
             )
         if block.targets and block.targets != (spec.targets or {}):
-            raise InvalidRecord(f"targets {block.targets} differ from the declared {spec.targets}", path=where)
+            raise InvalidRecord(
+                f"targets {block.targets} differ from the declared {spec.targets}", path=where
+            )
         columns: dict[str, Column] = {}
         for column_name, column_spec in spec.columns.items():
-            columns[column_name] = _conform_column(block[column_name], column_spec, f"{where}/{column_name}")
+            columns[column_name] = _conform_column(
+                block[column_name], column_spec, f"{where}/{column_name}"
+            )
         return Block._trusted(columns, block.count, spec.structural_shape, spec.targets, None)
 
 
@@ -431,7 +475,11 @@ def _conform_column(column: Column, spec: ColumnSpec, where: str) -> Column:
             " mask (trajectory.md §5.3)",
             path=where,
         )
-    if column.precision is not None and spec.precision is not None and column.precision != spec.precision:
+    if (
+        column.precision is not None
+        and spec.precision is not None
+        and column.precision != spec.precision
+    ):
         raise InvalidRecord(
             f"precision {column.precision} differs from the declared {spec.precision}", path=where
         )

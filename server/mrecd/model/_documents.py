@@ -48,7 +48,8 @@ def check_molrec_version(value: Any, *, path: str = "meta.molrec_version") -> in
     """
     if isinstance(value, bool) or not isinstance(value, int):
         raise UnsupportedVersion(
-            f"molrec_version must be a JSON integer in 1..{MOLREC_VERSION}, not {value!r}", path=path
+            f"molrec_version must be a JSON integer in 1..{MOLREC_VERSION}, not {value!r}",
+            path=path,
         )
     if not 1 <= value <= MOLREC_VERSION:
         raise UnsupportedVersion(
@@ -103,7 +104,9 @@ def check_record_meta(doc: Any, *, path: str = "meta") -> dict[str, Any]:
     if "modules" in meta:
         modules = meta["modules"]
         if not isinstance(modules, Mapping):
-            raise InvalidRecord("modules is an object {name: {version: [major, minor]}}", path=f"{path}.modules")
+            raise InvalidRecord(
+                "modules is an object {name: {version: [major, minor]}}", path=f"{path}.modules"
+            )
         for name, module in modules.items():
             version = module.get("version") if isinstance(module, Mapping) else None
             if not (
@@ -203,7 +206,9 @@ def check_collection_meta(doc: Any, *, path: str = "meta") -> dict[str, Any]:
     """A collection document: ``units`` required and parseable; version checked when present."""
     meta = _document(doc, path)
     if "units" not in meta:
-        raise InvalidRecord("a collection document must carry units (collection.md §2.1)", path=f"{path}.units")
+        raise InvalidRecord(
+            "a collection document must carry units (collection.md §2.1)", path=f"{path}.units"
+        )
     check_units(meta["units"], path=f"{path}.units")
     if "molrec_version" in meta:
         check_molrec_version(meta["molrec_version"], path=f"{path}.molrec_version")

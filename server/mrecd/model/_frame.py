@@ -28,7 +28,13 @@ from ._typed import (
     read_untagged,
 )
 
-__all__ = ["META_TYPES_KEY", "Frame", "check_block_targets", "check_frame_targets", "decode_meta_document"]
+__all__ = [
+    "META_TYPES_KEY",
+    "Frame",
+    "check_block_targets",
+    "check_frame_targets",
+    "decode_meta_document",
+]
 
 #: The reserved attribute that maps every meta key to its tag.
 META_TYPES_KEY = "_meta_types"
@@ -39,9 +45,13 @@ BlocksLike = Mapping[str, "Block | Mapping[str, Any]"]
 def _as_block(name: str, value: Any, path: str | None) -> Block:
     where = f"{path}/{name}" if path else name
     if not isinstance(name, str) or not name or "/" in name:
-        raise InvalidRecord(f"block name {name!r} must be a non-empty string without '/'", path=path)
+        raise InvalidRecord(
+            f"block name {name!r} must be a non-empty string without '/'", path=path
+        )
     if name == "box":
-        raise InvalidRecord("'box' names the cell and cannot name a block (frame.md §5)", path=where)
+        raise InvalidRecord(
+            "'box' names the cell and cannot name a block (frame.md §5)", path=where
+        )
     if isinstance(value, Block):
         return value
     if isinstance(value, Mapping):
@@ -66,10 +76,14 @@ def _typed_meta(
     meta = meta or {}
     meta_types = meta_types or {}
     if META_TYPES_KEY in meta:
-        raise InvalidRecord(f"{META_TYPES_KEY!r} is reserved and cannot be a meta key (frame.md §10.3)", path=path)
+        raise InvalidRecord(
+            f"{META_TYPES_KEY!r} is reserved and cannot be a meta key (frame.md §10.3)", path=path
+        )
     stale = set(meta_types) - set(meta)
     if stale:
-        raise InvalidRecord(f"meta_types names keys the meta document lacks: {sorted(stale)}", path=path)
+        raise InvalidRecord(
+            f"meta_types names keys the meta document lacks: {sorted(stale)}", path=path
+        )
     for key, value in meta.items():
         if not isinstance(key, str):
             raise InvalidRecord(f"meta key {key!r} is not a string", path=path)
@@ -119,7 +133,9 @@ class Frame(Mapping[str, Block]):
         time: float | None = None,
         path: str | None = None,
     ) -> None:
-        self._blocks = {name: _as_block(name, value, path) for name, value in (blocks or {}).items()}
+        self._blocks = {
+            name: _as_block(name, value, path) for name, value in (blocks or {}).items()
+        }
         self._meta, self._meta_types = _typed_meta(meta, meta_types, path)
         self._box = _as_box(box, path)
         self._step = None if step is None else coerce_element("i64", step, path=f"{path or ''}step")
@@ -202,7 +218,9 @@ class Frame(Mapping[str, Block]):
             "time": self._time,
         }
         if "meta" in changes and "meta_types" not in changes:
-            changes["meta_types"] = {k: t for k, t in self._meta_types.items() if k in changes["meta"]}
+            changes["meta_types"] = {
+                k: t for k, t in self._meta_types.items() if k in changes["meta"]
+            }
         fields.update(changes)
         return Frame(**fields)
 
@@ -223,7 +241,9 @@ class Frame(Mapping[str, Block]):
             and self._step == other._step
             and _same_real(self._time, other._time)
             and self._meta_types == other._meta_types
-            and all(meta_equal(t, self._meta[k], other._meta[k]) for k, t in self._meta_types.items())
+            and all(
+                meta_equal(t, self._meta[k], other._meta[k]) for k, t in self._meta_types.items()
+            )
         )
 
     __hash__ = None  # type: ignore[assignment]
@@ -315,7 +335,9 @@ def decode_meta_document(
     if not isinstance(meta, Mapping):
         raise InvalidRecord("the meta document is a JSON object", path=path)
     if not isinstance(meta_types, Mapping):
-        raise InvalidRecord(f"{META_TYPES_KEY} must be a JSON object of tags (frame.md §10.6)", path=path)
+        raise InvalidRecord(
+            f"{META_TYPES_KEY} must be a JSON object of tags (frame.md §10.6)", path=path
+        )
     for key, tag in meta_types.items():
         check_tag(tag, path=f"{META_TYPES_KEY}.{key}")
     if META_TYPES_KEY in meta:
@@ -367,7 +389,8 @@ def check_block_targets(
             rows = blocks.get(target)
         if rows is None:
             raise InvalidRecord(
-                f"target {target!r} does not exist while {name!r} has rows (frame.md §8)", path=where
+                f"target {target!r} does not exist while {name!r} has rows (frame.md §8)",
+                path=where,
             )
         col = block[column]
         values = col.values if col.validity is None else col.values[col.validity]

@@ -28,7 +28,9 @@ def check_precision(precision: object, *, path: str | None = None) -> float:
 
     Legal: a finite binary64 with ``2^-1000 <= p <= 2^1000`` (frame.md §7.2).
     """
-    if isinstance(precision, bool) or not isinstance(precision, (int, float, np.floating, np.integer)):
+    if isinstance(precision, bool) or not isinstance(
+        precision, (int, float, np.floating, np.integer)
+    ):
         raise InvalidRecord(f"precision {precision!r} is not a number", path=path)
     p = float(precision)
     if not (math.isfinite(p) and PRECISION_MIN <= p <= PRECISION_MAX):

@@ -19,7 +19,12 @@ def _frame(value: Any, name: str) -> Frame | None:
     if value is None or isinstance(value, Frame):
         return value
     if isinstance(value, Mapping):
-        return Frame(value.get("blocks"), meta=value.get("meta"), meta_types=value.get("meta_types"), box=value.get("box"))
+        return Frame(
+            value.get("blocks"),
+            meta=value.get("meta"),
+            meta_types=value.get("meta_types"),
+            box=value.get("box"),
+        )
     raise InvalidRecord(f"{name} must be a Frame", path=name)
 
 

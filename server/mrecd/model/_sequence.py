@@ -58,7 +58,10 @@ def check_system_alignment(declaration: Declaration, system: Mapping[str, Block]
                 f"aligned block {name!r} shares its name with a system block (trajectory.md §7.2)",
                 path=f"sequence_schema.blocks.{name}",
             )
-        if spec.structural_shape is not None and int(np.prod(spec.structural_shape)) != system[name].count:
+        if (
+            spec.structural_shape is not None
+            and int(np.prod(spec.structural_shape)) != system[name].count
+        ):
             raise InvalidRecord(
                 f"block {name!r} declares {int(np.prod(spec.structural_shape))} rows per update but"
                 f" system/{name} has {system[name].count}",
@@ -151,7 +154,11 @@ class SequenceState:
         if self.has_time is not None and has_time != self.has_time:
             raise InvalidRecord(
                 "time is all-or-nothing: frame 0 "
-                + ("had a time, this frame has none" if self.has_time else "had none, this frame has one")
+                + (
+                    "had a time, this frame has none"
+                    if self.has_time
+                    else "had none, this frame has one"
+                )
                 + " (trajectory.md §1.2)",
                 path=f"{where}.time",
             )
@@ -194,7 +201,11 @@ class SequenceState:
                 f" {system_block.count}: same-named blocks align 1:1 (trajectory.md §1.5)",
                 path=f"{where}/{name}",
             )
-        if "id" in block and "id" in system_block and not block["id"].same_values(system_block["id"]):
+        if (
+            "id" in block
+            and "id" in system_block
+            and not block["id"].same_values(system_block["id"])
+        ):
             raise InvalidRecord(
                 f"trajectory {name}/id differs from system/{name}/id row for row (trajectory.md §1.5)",
                 path=f"{where}/{name}/id",
@@ -240,4 +251,3 @@ class SequenceState:
                 path=f"{where}/box",
             )
         return box
-

@@ -74,7 +74,11 @@ _INT_RANGE: Final[dict[str, tuple[int, int]]] = {
     "u64": (0, 2**64 - 1),
 }
 _SAFE_INT: Final = 2**53
-_NONFINITE: Final[dict[str, float]] = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_NONFINITE: Final[dict[str, float]] = {
+    "NaN": math.nan,
+    "Infinity": math.inf,
+    "-Infinity": -math.inf,
+}
 
 
 def check_tag(tag: object, *, path: str | None = None) -> str:
@@ -157,7 +161,9 @@ def decode_element(dtype: str, value: Any, *, path: str | None = None) -> Any:
     """Read one typed JSON element; anything but its one spelling is refused."""
     if dtype == "f64":
         if isinstance(value, bool) or value is None:
-            raise InvalidRecord(f"{value!r} is not a real: null is not NaN (frame.md §10.4)", path=path)
+            raise InvalidRecord(
+                f"{value!r} is not a real: null is not NaN (frame.md §10.4)", path=path
+            )
         if isinstance(value, (int, float)):
             return float(value)
         if isinstance(value, str) and value in _NONFINITE:
@@ -199,7 +205,9 @@ def decode_element(dtype: str, value: Any, *, path: str | None = None) -> Any:
     if dtype in ("c64", "c128"):
         if not isinstance(value, list) or len(value) != 2:
             raise InvalidRecord(f"{value!r} is not a complex [re, im] pair", path=path)
-        return complex(decode_element("f64", value[0], path=path), decode_element("f64", value[1], path=path))
+        return complex(
+            decode_element("f64", value[0], path=path), decode_element("f64", value[1], path=path)
+        )
     raise InvalidRecord(f"no element dtype {dtype!r}", path=path)
 
 
@@ -219,7 +227,9 @@ def finite_json(value: Any, *, path: str | None = None) -> Any:
         return int(value)
     if isinstance(value, (float, np.floating)):
         if not math.isfinite(value):
-            raise InvalidRecord(f"{value!r} is not finite JSON (NaN and infinity are not JSON)", path=path)
+            raise InvalidRecord(
+                f"{value!r} is not finite JSON (NaN and infinity are not JSON)", path=path
+            )
         return float(value)
     if isinstance(value, Mapping):
         out = {}
@@ -285,7 +295,9 @@ def decode_meta(tag: str, value: Any, *, path: str | None = None) -> Any:
     if width is None:
         return decode_element(element, value, path=path)
     if not isinstance(value, list) or len(value) != width:
-        raise InvalidRecord(f"{tag} is a JSON array of exactly {width} elements, not {value!r}", path=path)
+        raise InvalidRecord(
+            f"{tag} is a JSON array of exactly {width} elements, not {value!r}", path=path
+        )
     return tuple(decode_element(element, v, path=path) for v in value)
 
 
@@ -334,10 +346,14 @@ def infer_tag(value: Any) -> str:
         if n == 3 and kind == "b":
             return "bool3"
         if n == 3 and kind in "iu":
-            return {"i": "i64x3", "u": "u64x3"}[kind] if value.dtype.itemsize == 8 else {
-                "i": "i32x3",
-                "u": "u32x3",
-            }[kind]
+            return (
+                {"i": "i64x3", "u": "u64x3"}[kind]
+                if value.dtype.itemsize == 8
+                else {
+                    "i": "i32x3",
+                    "u": "u32x3",
+                }[kind]
+            )
     return "json"
 
 

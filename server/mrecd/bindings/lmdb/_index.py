@@ -296,6 +296,14 @@ class IndexTable:
         """``bool[R]``, whether each record has a trajectory."""
         return self._values["has_trajectory"][: self.n]
 
+    def row(self, r: int) -> tuple[int, int, bool]:
+        """``(first_frame, n_frames, has_trajectory)`` of record ``r < n`` as Python values."""
+        return (
+            int(self._values["first_frame"][r]),
+            int(self._values["n_frames"][r]),
+            bool(self._values["has_trajectory"][r]),
+        )
+
     @property
     def total_frames(self) -> int:
         """Frames over all records."""

@@ -21,7 +21,6 @@ from ...codecs import decode_blocks
 from ...errors import FrameBytesError, InvalidRecord
 from ...model import (
     Block,
-    BlockSpec,
     Box,
     Declaration,
     Frame,
@@ -31,7 +30,7 @@ from ...model import (
 )
 from ._keys import frame_key
 
-__all__ = ["Layout", "RecordView", "check_v1_frame", "join", "resolve", "scan", "walk"]
+__all__ = ["Expected", "Layout", "RecordView", "check_v1_frame", "join", "resolve", "scan", "walk"]
 
 _PREFIX = struct.Struct("<4sI")
 _UPDATE_KEYS: Final = frozenset({"blocks", "meta", "meta_types", "step", "time", "box"})
@@ -40,6 +39,34 @@ _RELATIONS: Final = frozenset({"bonds", "angles", "dihedrals", "impropers", "pai
 _RELATION_PLAIN: Final = frozenset(
     {"atomi", "atomj", "atomk", "atoml", "atomm", "type", "style", "id", "type_id", "name"}
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """The declaration as a reader checks updates against it (computed once per state)."""
+
+    declaration: Declaration
+    #: block -> {column: (dtype, trailing, nullable)}, in declared order
+    columns: dict[str, dict[str, tuple[str, tuple[int, ...], bool]]]
+    #: per-step key -> tag
+    tags: dict[str, str]
+    #: aligned block -> target
+    aligned: dict[str, str]
+
+    @classmethod
+    def of(cls, declaration: Declaration) -> Expected:
+        """Precompute the checks for ``declaration``."""
+        columns = {
+            name: {c: (s.dtype, s.trailing, s.nullable) for c, s in spec.columns.items()}
+            for name, spec in declaration.blocks.items()
+        }
+        aligned = {
+            name: spec.aligned_with
+            for name, spec in declaration.blocks.items()
+            if spec.aligned_with is not None
+        }
+        tags = {key: spec.dtype for key, spec in declaration.meta.items()}
+        return cls(declaration, columns, tags, aligned)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +79,7 @@ class RecordView:
     declaration: Declaration
     system: Frame | None
     molrec_version: int | None
+    expect: Expected
 
     @property
     def path(self) -> str:
@@ -61,7 +89,12 @@ class RecordView:
 
 @dataclass(slots=True)
 class Layout:
-    """Per-frame facts of one record's trajectory, from the update headers."""
+    """Per-frame facts of one record's trajectory, from the update headers.
+
+    It may cover only the first :attr:`known` frames: resolving frame ``i``
+    needs frames ``0..i`` only, so a random read scans no further. A layout
+    is extended into a copy, never in place (other threads may hold it).
+    """
 
     steps: list[int] = field(default_factory=list)
     times: list[float] | None = None
@@ -69,6 +102,21 @@ class Layout:
     #: block -> (ordinals of its updates, rows of each update)
     updates: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
     boxes: tuple[list[int], list[Box]] = field(default_factory=lambda: ([], []))
+
+    @property
+    def known(self) -> int:
+        """Frames scanned so far."""
+        return len(self.steps)
+
+    def copy(self) -> Layout:
+        """An independent copy to extend."""
+        return Layout(
+            list(self.steps),
+            None if self.times is None else list(self.times),
+            list(self.metas),
+            {name: (list(o), list(n)) for name, (o, n) in self.updates.items()},
+            (list(self.boxes[0]), list(self.boxes[1])),
+        )
 
     def latest(self, name: str, i: int) -> tuple[int, int] | None:
         """``(ordinal, rows)`` of the update of ``name`` in force at ``i``; ``None``: absent."""
@@ -112,12 +160,11 @@ def _no_constant(token: str) -> Any:
     raise ValueError(f"bare {token} is not JSON")
 
 
-def _meta(header: dict[str, Any], declaration: Declaration, where: str) -> dict[str, Any]:
+def _meta(header: dict[str, Any], declared: dict[str, str], where: str) -> dict[str, Any]:
     raw = header.get("meta", {})
     if not isinstance(raw, dict):
         raise InvalidRecord("an update's meta is an object", path=f"{where}.meta")
     tags = header.get("meta_types")
-    declared = {key: spec.dtype for key, spec in declaration.meta.items()}
     if tags is not None and tags != {k: declared.get(k) for k in tags}:
         raise InvalidRecord(
             f"meta_types {tags} disagree with the declared per-step tags {declared}",
@@ -134,20 +181,17 @@ def _meta(header: dict[str, Any], declaration: Declaration, where: str) -> dict[
     return raw
 
 
-def decode_step_meta(
-    raw: dict[str, Any], declaration: Declaration
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """Fresh held values of a checked per-step meta document, with their tags."""
-    tags = {key: spec.dtype for key, spec in declaration.meta.items()}
-    return {key: decode_meta(tag, raw[key]) for key, tag in tags.items()}, tags
+def decode_step_meta(raw: dict[str, Any], tags: dict[str, str]) -> dict[str, Any]:
+    """Fresh held values of a checked per-step meta document."""
+    return {key: decode_meta(tag, raw[key]) for key, tag in tags.items()}
 
 
 class _Scan:
     """Folds update headers into a :class:`Layout`, refusing what a reader refuses."""
 
-    def __init__(self, view: RecordView) -> None:
+    def __init__(self, view: RecordView, layout: Layout | None = None) -> None:
         self.view = view
-        self.layout = Layout()
+        self.layout = Layout() if layout is None else layout
 
     def add(self, k: int, header: dict[str, Any]) -> None:
         view, layout = self.view, self.layout
@@ -168,7 +212,7 @@ class _Scan:
             ordinals.append(k)
             rows.append(count)
         self._step_time(k, header, where)
-        layout.metas.append(_meta(header, view.declaration, where))
+        layout.metas.append(_meta(header, view.expect.tags, where))
         if header.get("box") is not None:
             self._box(k, Box.from_dict(header["box"], path=f"{where}/box"), where)
 
@@ -207,13 +251,16 @@ class _Scan:
         boxes.append(box)
 
 
-def _values(txn: Any, view: RecordView) -> Iterator[tuple[int, Any]]:
-    """``(k, value)`` for the record's frames in order; a missing key is refused."""
-    if not view.n_frames:
+def _values(
+    txn: Any, view: RecordView, start: int = 0, stop: int | None = None
+) -> Iterator[tuple[int, Any]]:
+    """``(k, value)`` for frames ``start <= k < stop`` in order; a missing key is refused."""
+    stop = view.n_frames if stop is None else stop
+    if start >= stop:
         return
     cursor = txn.cursor()
-    found = cursor.set_key(frame_key(view.first))
-    for k in range(view.n_frames):
+    found = cursor.set_key(frame_key(view.first + start))
+    for k in range(start, stop):
         if not found or cursor.key() != frame_key(view.first + k):
             raise InvalidRecord(
                 f"frame key f‖{view.first + k} is missing inside the record's range (lmdb.md §5)",
@@ -223,10 +270,12 @@ def _values(txn: Any, view: RecordView) -> Iterator[tuple[int, Any]]:
         found = cursor.next()
 
 
-def scan(txn: Any, view: RecordView) -> Layout:
-    """The layout of ``view``'s trajectory, read from its update headers in ``txn``."""
-    folder = _Scan(view)
-    for k, value in _values(txn, view):
+def scan(txn: Any, view: RecordView, upto: int, layout: Layout | None = None) -> Layout:
+    """A layout covering frames ``0..upto`` of ``view``'s trajectory: ``layout``
+    (copied) extended from its update headers in ``txn``."""
+    start = 0 if layout is None else layout.known
+    folder = _Scan(view, None if layout is None else layout.copy())
+    for k, value in _values(txn, view, start, upto + 1):
         folder.add(k, _header(value, f"{view.path}[{k}]"))
     return folder.layout
 
@@ -234,22 +283,25 @@ def scan(txn: Any, view: RecordView) -> Layout:
 # -- decoding blocks ------------------------------------------------------------------------
 
 
-def _check_block(name: str, block: Block, spec: BlockSpec, where: str) -> None:
-    if block.keys() != spec.columns.keys():
+def _check_block(
+    name: str, block: Block, expected: dict[str, tuple[str, tuple[int, ...], bool]], where: str
+) -> None:
+    columns = block.columns  # a plain dict: cheaper than the Mapping protocol
+    if columns.keys() != expected.keys():
         raise InvalidRecord(
-            f"block {name!r} has columns {sorted(block)}; sequence_schema declares"
-            f" {sorted(spec.columns)}",
+            f"block {name!r} has columns {sorted(columns)}; sequence_schema declares"
+            f" {sorted(expected)}",
             path=where,
         )
-    for column_name, column_spec in spec.columns.items():
-        column = block[column_name]
-        if column.dtype != column_spec.dtype or column.trailing != column_spec.trailing:
+    for column_name, (dtype, trailing, nullable) in expected.items():
+        column = columns[column_name]
+        if column.dtype != dtype or column.values.shape[1:] != trailing:
             raise InvalidRecord(
                 f"column is {column.dtype}{list(column.trailing)}, declared"
-                f" {column_spec.dtype}{list(column_spec.trailing)}",
+                f" {dtype}{list(trailing)}",
                 path=f"{where}/{column_name}",
             )
-        if column.validity is not None and not column_spec.nullable:
+        if column.validity is not None and not nullable:
             raise InvalidRecord(
                 "a mask on a column not declared nullable", path=f"{where}/{column_name}"
             )
@@ -270,7 +322,7 @@ def _decode_update(txn: Any, view: RecordView, k: int, names: list[str]) -> dict
     out = {}
     for name in names:
         block = blocks[name]
-        _check_block(name, block, view.declaration.blocks[name], f"{where}/{name}")
+        _check_block(name, block, view.expect.columns[name], f"{where}/{name}")
         out[name] = block
     return out
 
@@ -279,20 +331,20 @@ def _decode_update(txn: Any, view: RecordView, k: int, names: list[str]) -> dict
 
 
 def _check_counts(view: RecordView, counts: Mapping[str, int], where: str) -> None:
-    system = view.system
-    for name, spec in view.declaration.blocks.items():
-        if name not in counts:
-            continue
-        target = spec.aligned_with
-        if target is not None and counts.get(target) != counts[name]:
+    system = None if view.system is None else view.system.blocks
+    for name, target in view.expect.aligned.items():
+        if name in counts and counts.get(target) != counts[name]:
             raise InvalidRecord(
                 f"aligned block {name!r} has {counts[name]} rows but its target {target!r} has"
                 f" {counts.get(target, 'none (absent)')} (trajectory.md §7.2)",
                 path=f"{where}/{name}",
             )
-        if system is not None and name in system and system[name].count != counts[name]:
+    if system is None:
+        return
+    for name, count in counts.items():
+        if name in system and system[name].count != count:
             raise InvalidRecord(
-                f"trajectory block {name!r} has {counts[name]} rows but system/{name} has"
+                f"trajectory block {name!r} has {count} rows but system/{name} has"
                 f" {system[name].count}: same-named blocks align 1:1 (collection.md §3)",
                 path=f"{where}/{name}",
             )
@@ -301,9 +353,10 @@ def _check_counts(view: RecordView, counts: Mapping[str, int], where: str) -> No
 def _check_ids(view: RecordView, blocks: Mapping[str, Block], where: str) -> None:
     if view.system is None:
         return
+    system = view.system.blocks
     for name, block in blocks.items():
-        mine = block.get("id")
-        theirs = view.system[name].get("id") if name in view.system else None
+        mine = block.columns.get("id")
+        theirs = system[name].columns.get("id") if name in system else None
         if mine is not None and theirs is not None and not mine.same_values(theirs):
             raise InvalidRecord(
                 f"trajectory {name}/id differs from system/{name}/id (trajectory.md §1.5)",
@@ -374,8 +427,9 @@ def resolve(
     _check_targets(view, blocks, counts, where)
     if view.molrec_version == 1:
         check_v1_frame(blocks, where)
-    meta, tags = decode_step_meta(layout.metas[i], view.declaration)
+    meta = decode_step_meta(layout.metas[i], view.expect.tags)
     time = None if layout.times is None else layout.times[i]
+    tags = dict(view.expect.tags)
     return Frame._trusted(blocks, meta, tags, layout.box(i), layout.steps[i], time)
 
 
@@ -387,17 +441,15 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
     declared = list(view.declaration.blocks)
     for k, value in _values(txn, view):
         where = f"{view.path}[{k}]"
-        owned = bytes(value)
-        header = _header(owned, where)
-        folder.add(k, header)
-        try:
-            blocks, _ = decode_blocks(owned)
+        try:  # one parse of the header serves the layout and the blocks
+            blocks, header = decode_blocks(bytes(value))
         except FrameBytesError as exc:
             raise FrameBytesError(
                 exc.message, path=f"{where}/{exc.path}" if exc.path else where
             ) from None
+        folder.add(k, header)
         for name, block in blocks.items():
-            _check_block(name, block, view.declaration.blocks[name], f"{where}/{name}")
+            _check_block(name, block, view.expect.columns[name], f"{where}/{name}")
         current.update(blocks)
         resolved = {name: current[name] for name in declared if name in current}
         layout = folder.layout
@@ -406,8 +458,9 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
         _check_targets(view, resolved, {}, where)
         if view.molrec_version == 1:
             check_v1_frame(blocks, where)
-        meta, tags = decode_step_meta(layout.metas[k], view.declaration)
+        meta = decode_step_meta(layout.metas[k], view.expect.tags)
         time = None if layout.times is None else layout.times[k]
+        tags = dict(view.expect.tags)
         frames.append(Frame._trusted(resolved, meta, tags, layout.box(k), layout.steps[k], time))
     return folder.layout, frames
 

@@ -15,8 +15,7 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -41,7 +40,7 @@ from ._index import (
 )
 from ._keys import FF, INDEX, META, frame_key, record_key, system_key
 from ._meta import MetaValue, decode_meta, meta_encoder
-from ._read import Layout, RecordView, check_v1_frame, resolve, scan, walk
+from ._read import Expected, Layout, RecordView, check_v1_frame, resolve, scan, walk
 from ._write import Incoming, Prepared, derive_declaration, prepare, shared_columns
 
 __all__ = ["SUFFIX", "LmdbCollection", "RecordParts"]
@@ -49,27 +48,51 @@ __all__ = ["SUFFIX", "LmdbCollection", "RecordParts"]
 SUFFIX: Final = ".mrec.lmdb"
 #: Record layouts kept per file and process (each a few hundred bytes).
 LAYOUT_CACHE: Final = 65536
+#: Bytes of stored system values whose decoded (immutable) frames are kept.
+SYSTEM_CACHE_BYTES: Final = 64 * 2**20
+_NO_DECLARATION: Final = Declaration()
 
 
 @dataclass(slots=True)
-class _Layouts:
-    """A bounded LRU of record layouts, shared by every state of one file."""
+class _Caches:
+    """What this process knows about committed records: valid for the life of
+    the file, since a record never changes once committed. Bounded LRUs."""
 
-    entries: OrderedDict[int, Layout] = field(default_factory=OrderedDict)
+    layouts: OrderedDict[int, Layout] = field(default_factory=OrderedDict)
+    systems: OrderedDict[int, tuple[Frame, int]] = field(default_factory=OrderedDict)
+    system_bytes: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def get(self, r: int) -> Layout | None:
+    def layout(self, r: int) -> Layout | None:
         with self.lock:
-            layout = self.entries.get(r)
+            layout = self.layouts.get(r)
             if layout is not None:
-                self.entries.move_to_end(r)
+                self.layouts.move_to_end(r)
             return layout
 
-    def put(self, r: int, layout: Layout) -> None:
+    def put_layout(self, r: int, layout: Layout) -> None:
         with self.lock:
-            self.entries[r] = layout
-            if len(self.entries) > LAYOUT_CACHE:
-                self.entries.popitem(last=False)
+            self.layouts[r] = layout
+            if len(self.layouts) > LAYOUT_CACHE:
+                self.layouts.popitem(last=False)
+
+    def system(self, r: int) -> Frame | None:
+        with self.lock:
+            entry = self.systems.get(r)
+            if entry is None:
+                return None
+            self.systems.move_to_end(r)
+            return entry[0]
+
+    def put_system(self, r: int, system: Frame, size: int) -> None:
+        with self.lock:
+            if r in self.systems or size > SYSTEM_CACHE_BYTES:
+                return
+            self.systems[r] = (system, size)
+            self.system_bytes += size
+            while self.system_bytes > SYSTEM_CACHE_BYTES:
+                _, (_, dropped) = self.systems.popitem(last=False)
+                self.system_bytes -= dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,11 +103,18 @@ class _State:
     meta: MetaValue
     table: IndexTable
     forcefield: ForceField | None
-    layouts: _Layouts
+    caches: _Caches
+    expect: Expected
 
     @property
     def declaration(self) -> Declaration:
-        return self.meta.declaration or Declaration()
+        return self.meta.declaration or _NO_DECLARATION
+
+
+def _state(
+    raw: bytes, meta: MetaValue, table: IndexTable, ff: ForceField | None, caches: _Caches
+) -> _State:
+    return _State(raw, meta, table, ff, caches, Expected.of(meta.declaration or _NO_DECLARATION))
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,7 +224,7 @@ class LmdbCollection:
                     txn.put(INDEX, table.encode())
                     raw = encode(0, 0)
                     txn.put(META, raw)  # last (lmdb.md §3)
-                handle.state = _State(raw, decode_meta(raw), table, ff, _Layouts())
+                handle.state = _state(raw, decode_meta(raw), table, ff, _Caches())
         except BaseException:
             _env.release(handle)
             raise
@@ -246,6 +276,30 @@ class LmdbCollection:
             raise
         return cls(handle, writable=mode == "r+", own=own)
 
+    def compact(self, path: str, *, overwrite: bool = False) -> None:
+        """Write a packed copy of the committed collection to a new file ``path``.
+
+        LMDB splits a full leaf page in half unless keys are appended at the
+        very end of the database, which ``f``/``r``/``s`` keys interleaved with
+        ``index`` and ``meta`` never are; a growing collection so keeps its
+        leaves about half full. The copy writes every key in order with
+        ``MDB_APPEND`` (full leaves), ``meta`` last, in transactions of about
+        64 MB: a copy cut short has no ``meta`` and is not a collection.
+        """
+        path = _check_path(path)
+        source = self._live()
+        self._make_room(path, overwrite)
+        target = _env.acquire(path, create=True)
+        try:
+            with source.env.begin(buffers=True) as txn:
+                _refresh(source, txn)  # the copy is of a readable collection
+                meta = bytes(txn.get(META))
+                _copy_sorted(txn.cursor(), target.env)
+            with target.env.begin(write=True) as out:
+                out.put(META, meta)  # last (lmdb.md §3)
+        finally:
+            _env.release(target)
+
     def close(self) -> None:
         """Release the environment (closed with the last user in this process)."""
         handle, self._handle = self._handle, None
@@ -269,11 +323,10 @@ class LmdbCollection:
 
     # -- committed state ------------------------------------------------------------------
 
-    @contextmanager
-    def reading(self) -> Iterator[Any]:
-        """A read transaction (values as buffers valid while it is open)."""
-        with self._live().env.begin(buffers=True) as txn:
-            yield txn
+    def reading(self) -> Any:
+        """A read transaction, to use as a context manager (values are buffers
+        valid while it is open)."""
+        return self._live().env.begin(buffers=True)
 
     def state(self, txn: Any | None = None) -> _State:
         """The committed state, refreshed from ``txn`` (a new read transaction when ``None``)."""
@@ -331,7 +384,7 @@ class LmdbCollection:
             raw = meta_encoder(collection, declaration)(table.n, table.total_frames)
             txn.put(META, raw)  # last (lmdb.md §3)
             meta = MetaValue(collection, declaration, table.n, table.total_frames)
-        return _State(raw, meta, table, state.forcefield, state.layouts)
+        return _state(raw, meta, table, state.forcefield, state.caches)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -349,11 +402,13 @@ class LmdbCollection:
             ) from None
         if not isinstance(meta, dict):
             raise InvalidRecord("a record's meta is a JSON object", path=f"{where}.meta")
-        raw_system = txn.get(system_key(r))
-        system = None
-        if raw_system is not None:
-            system = _decode_system(raw_system, state, where)
-        has_trajectory = bool(state.table.has_trajectory[r])
+        system = state.caches.system(r)
+        if system is None:
+            raw_system = txn.get(system_key(r))
+            if raw_system is not None:
+                system = _decode_system(raw_system, state, where)
+                state.caches.put_system(r, system, len(raw_system))
+        first, n_frames, has_trajectory = state.table.row(r)
         if system is None and not has_trajectory:
             raise InvalidRecord(
                 "the record has neither system nor trajectory (collection.md §2.5)", path=where
@@ -362,34 +417,41 @@ class LmdbCollection:
         if has_trajectory:
             view = RecordView(
                 r,
-                int(state.table.first_frame[r]),
-                int(state.table.n_frames[r]),
+                first,
+                n_frames,
                 state.declaration,
                 system,
                 state.meta.molrec_version,
+                state.expect,
             )
             if system is not None:
                 check_system_alignment(state.declaration, system.blocks)
                 shared_columns(state.declaration, system, where)
         return RecordParts(meta, system, view)
 
-    def layout(self, txn: Any, view: RecordView) -> Layout:
-        """The record's layout (cached; scanned in ``txn`` on first use)."""
-        layouts = self.cached().layouts
-        layout = layouts.get(view.r)
-        if layout is None:
-            layout = scan(txn, view)
-            layouts.put(view.r, layout)
+    def layout(self, txn: Any, view: RecordView, upto: int | None = None) -> Layout:
+        """The record's layout covering frames ``0..upto`` (all when ``None``);
+        cached, and scanned in ``txn`` only as far as it is not yet known."""
+        upto = view.n_frames - 1 if upto is None else upto
+        caches = self.cached().caches
+        layout = caches.layout(view.r)
+        if layout is None or layout.known <= upto:
+            layout = scan(txn, view, upto, layout)
+            caches.put_layout(view.r, layout)
         return layout
 
     def frame(self, txn: Any, view: RecordView, i: int, names: list[str] | None = None) -> Frame:
-        """Frame ``i`` of the record resolved in ``txn`` (blocks ``names``, all when ``None``)."""
-        return resolve(txn, view, self.layout(txn, view), i, names)
+        """Frame ``i`` of the record resolved in ``txn`` (blocks ``names``, all when ``None``).
+
+        Only frames ``0..i`` are read: a rule broken by a later frame is refused
+        when a read reaches it.
+        """
+        return resolve(txn, view, self.layout(txn, view, i), i, names)
 
     def frames(self, txn: Any, view: RecordView) -> list[Frame]:
         """Every frame of the record, resolved in one pass."""
         layout, frames = walk(txn, view)
-        self.cached().layouts.put(view.r, layout)
+        self.cached().caches.put_layout(view.r, layout)
         return frames
 
 
@@ -409,6 +471,29 @@ def _decode_system(raw: Any, state: _State, where: str) -> Frame:
     if state.meta.molrec_version == 1:
         check_v1_frame(system.blocks, f"{where}.system")
     return system
+
+
+_COPY_CHUNK: Final = 64 * 2**20
+
+
+def _copy_sorted(cursor: Any, env: Any) -> None:
+    """Every key but ``meta``, in key order, appended (full leaf pages)."""
+    pending: list[tuple[bytes, bytes]] = []
+    size = 0
+    for key, value in cursor:
+        if key == META:
+            continue
+        pending.append((bytes(key), bytes(value)))
+        size += len(key) + len(value)
+        if size >= _COPY_CHUNK:
+            _append(env, pending)
+            pending, size = [], 0
+    _append(env, pending)
+
+
+def _append(env: Any, items: list[tuple[bytes, bytes]]) -> None:
+    with env.begin(write=True) as txn:
+        txn.cursor().putmulti(items, append=True)
 
 
 def _put_records(txn: Any, base: int, first: int, prepared: Sequence[Prepared]) -> None:
@@ -450,7 +535,7 @@ def _load(raw: bytes, txn: Any, old: _State | None) -> _State:
         raise InvalidRecord("the file has no index key (lmdb.md §4)", path="index")
     table = decode_index(index, meta.n_records, meta.n_frames)
     if old is not None and _compatible(old, meta):
-        return _State(raw, meta, table, old.forcefield, old.layouts)
+        return _state(raw, meta, table, old.forcefield, old.caches)
     ff_raw = txn.get(FF)
     ff = None if ff_raw is None else _decode_ff(ff_raw, meta.molrec_version)
-    return _State(raw, meta, table, ff, _Layouts())
+    return _state(raw, meta, table, ff, _Caches())

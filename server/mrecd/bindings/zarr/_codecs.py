@@ -36,7 +36,9 @@ def serializer(dtype: str) -> dict[str, Any]:
     return {"name": "bytes", "configuration": {"endian": "little"}}
 
 
-def inner_codecs(dtype: str, *, precision: float | None = None, dense: bool = False) -> list[dict[str, Any]]:
+def inner_codecs(
+    dtype: str, *, precision: float | None = None, dense: bool = False
+) -> list[dict[str, Any]]:
     """The reference inner pipeline for an array (chunking.md §5), ``crc32c`` last.
 
     Parameters
