@@ -29,9 +29,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import lmdb
 import numpy as np
 
+import lmdb
 import mrecd
 from mrecd.bindings.lmdb import frame_key, record_key, system_key
 
@@ -159,10 +159,15 @@ def _appends(workdir: Path, records: list[mrecd.Record]) -> list[Row]:
     f_head = _raw_floor(scratch, values[:head], size_head)
     f_middle = _raw_floor(
         scratch,
-        [sum(values[k : k + 1000], []) for k in range(head, n - tail, 1000)],
+        [[kv for rec in values[k : k + 1000] for kv in rec] for k in range(head, n - tail, 1000)],
         (size_head + size_tail) // 2,
     )
     f_tail = _raw_floor(scratch, values[n - tail :], size_tail)
+
+    print(
+        f"The index value is rewritten in every commit: {size_head:,} bytes at R = {head},"
+        f" {size_tail:,} bytes at R = {n - tail:,}.\n"
+    )
 
     def row(label: str, count: int, seconds: float, floor: float) -> Row:
         return (
@@ -342,10 +347,20 @@ def main() -> None:
         del records
         gc.collect()
         path = workdir / "bench.mrec.lmdb"
+        packed = workdir / "packed.mrec.lmdb"
+        with mrecd.open_collection(path) as col:
+            t_compact = _timed(lambda: col.compact(packed))
+        density = _density(path, atom_frames)
+        size = packed.stat().st_size
+        density.insert(
+            1,
+            (f"after col.compact() ({t_compact:.1f} s)", f"{size:,}", f"{size / atom_frames:.1f}"),
+        )
         print("### File size\n")
-        _table(("what", "bytes", "bytes per atom-frame"), _density(path, atom_frames))
+        _table(("what", "bytes", "bytes per atom-frame"), density)
         print(
-            f"### Random frame reads (best of {ROUNDS} rounds of {READS_PER_ROUND:,}, one process)\n"
+            f"### Random frame reads (best of {ROUNDS} rounds of {READS_PER_ROUND:,},"
+            " one process)\n"
         )
         _table(("read", "reads/s", "µs/read", "ratio to floor"), _single_reads(path))
         print(f"### Batch reads ({BATCH} random records; median of {N_BATCHES} batches)\n")

@@ -38,10 +38,14 @@ class EnvHandle:
     writable: bool
     pid: int
     refs: int = 0
-    #: Serializes writers of this process and guards ``state``.
+    #: Serializes the writers of this process.
     lock: threading.RLock = field(default_factory=threading.RLock)
-    #: The collection module's cache of committed state (meta, index, layouts).
+    #: Guards swapping ``state``/``previous`` (never held during I/O).
+    state_lock: threading.Lock = field(default_factory=threading.Lock)
+    #: The collection module's cache of committed state (meta, index, layouts):
+    #: the newest seen, and the one it replaced (a reader's older snapshot).
     state: Any = None
+    previous: Any = None
 
 
 _HANDLES: dict[tuple[int, str], EnvHandle] = {}

@@ -105,6 +105,7 @@ class _State:
     forcefield: ForceField | None
     caches: _Caches
     expect: Expected
+    txn_id: int  #: the LMDB transaction that committed it (monotonic per file)
 
     @property
     def declaration(self) -> Declaration:
@@ -112,9 +113,23 @@ class _State:
 
 
 def _state(
-    raw: bytes, meta: MetaValue, table: IndexTable, ff: ForceField | None, caches: _Caches
+    raw: bytes,
+    meta: MetaValue,
+    table: IndexTable,
+    ff: ForceField | None,
+    caches: _Caches,
+    txn_id: int,
 ) -> _State:
-    return _State(raw, meta, table, ff, caches, Expected.of(meta.declaration or _NO_DECLARATION))
+    expect = Expected.of(meta.declaration or _NO_DECLARATION)
+    return _State(raw, meta, table, ff, caches, expect, txn_id)
+
+
+def _install(handle: _env.EnvHandle, state: _State) -> None:
+    """Make ``state`` the cached one unless a newer one is already cached."""
+    with handle.state_lock:
+        current: _State | None = handle.state
+        if current is None or state.txn_id > current.txn_id:
+            handle.previous, handle.state = current, state
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,7 +239,8 @@ class LmdbCollection:
                     txn.put(INDEX, table.encode())
                     raw = encode(0, 0)
                     txn.put(META, raw)  # last (lmdb.md §3)
-                handle.state = _state(raw, decode_meta(raw), table, ff, _Caches())
+                    txn_id = txn.id()
+                _install(handle, _state(raw, decode_meta(raw), table, ff, _Caches(), txn_id))
         except BaseException:
             _env.release(handle)
             raise
@@ -359,7 +375,7 @@ class LmdbCollection:
         handle = self._live()
         with handle.lock:
             new_state = self._commit(handle, items, own_rows)
-            handle.state = new_state  # only once committed
+            _install(handle, new_state)  # only once committed
         return range(new_state.meta.n_records - len(items), new_state.meta.n_records)
 
     def _commit(
@@ -384,7 +400,8 @@ class LmdbCollection:
             raw = meta_encoder(collection, declaration)(table.n, table.total_frames)
             txn.put(META, raw)  # last (lmdb.md §3)
             meta = MetaValue(collection, declaration, table.n, table.total_frames)
-        return _state(raw, meta, table, state.forcefield, state.caches)
+            txn_id = txn.id()
+        return _state(raw, meta, table, state.forcefield, state.caches, txn_id)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -516,16 +533,15 @@ def _refresh(handle: _env.EnvHandle, txn: Any) -> _State:
         raise InvalidRecord(
             "the file has no meta key: not a collection (lmdb.md §3)", path=handle.path
         )
-    state: _State | None = handle.state
-    if state is not None and raw == state.raw:
-        return state
-    with handle.lock:
-        state = handle.state
+    for state in (handle.state, handle.previous):
         if state is not None and raw == state.raw:
-            return state
-        new = _load(bytes(raw), txn, state)
-        handle.state = new
-        return new
+            return state  # type: ignore[no-any-return]
+    txn_id = txn.id()
+    state = handle.state
+    # Decoded outside any lock: two threads may both load; the newer one stays.
+    new = _load(bytes(raw), txn, state if state is not None and txn_id > state.txn_id else None)
+    _install(handle, new)
+    return new
 
 
 def _load(raw: bytes, txn: Any, old: _State | None) -> _State:
@@ -535,7 +551,7 @@ def _load(raw: bytes, txn: Any, old: _State | None) -> _State:
         raise InvalidRecord("the file has no index key (lmdb.md §4)", path="index")
     table = decode_index(index, meta.n_records, meta.n_frames)
     if old is not None and _compatible(old, meta):
-        return _state(raw, meta, table, old.forcefield, old.caches)
+        return _state(raw, meta, table, old.forcefield, old.caches, txn.id())
     ff_raw = txn.get(FF)
     ff = None if ff_raw is None else _decode_ff(ff_raw, meta.molrec_version)
-    return _state(raw, meta, table, ff, _Caches())
+    return _state(raw, meta, table, ff, _Caches(), txn.id())
