@@ -283,3 +283,21 @@ def test_compact_of_an_empty_collection(tmp_path: Path) -> None:
         col.compact(tmp_path / "p.mrec.lmdb")
     with mrecd.open_collection(tmp_path / "p.mrec.lmdb") as copy:
         assert len(copy) == 0 and copy.declaration is not None
+
+
+def test_numpy_ordinals(col: mrecd.Collection) -> None:
+    assert col[np.int64(1)].meta == {"i": 1}
+    assert [r.meta["i"] for r in col.read_many(np.array([2, 0]))] == [2, 0]
+    assert col[0].trajectory[np.uint8(1)].step == 1
+    with pytest.raises(TypeError):
+        col[True]  # type: ignore[call-overload]
+    with pytest.raises(TypeError):
+        col[1.0]  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("content", [b"not lmdb at all", bytes(range(256)) * 64])
+def test_a_file_that_is_not_lmdb(tmp_path: Path, content: bytes) -> None:
+    path = tmp_path / "junk.mrec.lmdb"
+    path.write_bytes(content)
+    with pytest.raises(mrecd.InvalidRecord, match="not a readable LMDB file"):
+        mrecd.open_collection(path)

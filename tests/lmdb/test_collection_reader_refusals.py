@@ -474,3 +474,25 @@ def test_out_of_range_target_is_refused_on_read(tmp_path: Path) -> None:
     rewrite_frame_value(path, frame_key(0), far)
     with mrecd.open_collection(path) as col, pytest.raises(mrecd.InvalidRecord, match="not below"):
         col[0].trajectory[0]
+
+
+def test_version_1_frames_needing_conversion_are_refused(tmp_path: Path) -> None:
+    """forcefield.md §11.3: convert exactly or refuse; angle values and relation
+    parameters of a version-1 collection are refused, other frames read as stored."""
+    path = tmp_path / "v1.mrec.lmdb"
+    angles = mrecd.Frame(
+        {
+            "atoms": {"element": ["O", "H", "H"]},
+            "angles": {"atomi": _u64([1]), "atomj": _u64([0]), "atomk": _u64([2]), "theta0": [1.9]},
+        }
+    )
+    with new(path) as col:
+        col.append({"system": angles})
+        col.append({"system": system()})
+    meta = meta_of(path)
+    meta["collection"]["molrec_version"] = 1
+    put_meta(path, meta)
+    with mrecd.open_collection(path) as col:
+        with pytest.raises(mrecd.InvalidRecord, match="theta0"):
+            col[0]
+        assert col[1].system == system()

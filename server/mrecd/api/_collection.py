@@ -8,6 +8,7 @@ read-only :class:`CollectionTrajectory`.
 
 from __future__ import annotations
 
+import operator
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
@@ -36,8 +37,12 @@ class RecordOutOfRange(NotFound, IndexError):  # noqa: N818 - named like NotFoun
 
 
 def _ordinal(i: int, n: int, what: str) -> int:
-    if isinstance(i, bool) or not isinstance(i, int):
-        raise TypeError(f"{what} ordinals are integers, not {type(i).__name__}")
+    if isinstance(i, bool):
+        raise TypeError(f"{what} ordinals are integers, not bool")
+    try:
+        i = operator.index(i)  # numpy integers too, as a loader's sampler hands them
+    except TypeError:
+        raise TypeError(f"{what} ordinals are integers, not {type(i).__name__}") from None
     k = i + n if i < 0 else i
     if not 0 <= k < n:
         raise RecordOutOfRange(f"{what} {i} is out of range (there are {n})", path=what)

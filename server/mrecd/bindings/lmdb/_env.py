@@ -21,6 +21,8 @@ from typing import Any, Final
 
 import lmdb
 
+from ...errors import InvalidRecord
+
 __all__ = ["MAP_SIZE", "EnvHandle", "acquire", "is_open", "release"]
 
 #: Address space reserved for the map (lmdb.md §1, reference): not disk space.
@@ -54,17 +56,20 @@ _HANDLES_LOCK = threading.Lock()
 
 def _open(path: str, *, create: bool) -> EnvHandle:
     writable = create or os.access(path, os.W_OK)
-    env = lmdb.open(
-        path,
-        subdir=False,
-        map_size=MAP_SIZE,
-        max_dbs=0,  # one unnamed database (lmdb.md §1)
-        readonly=not writable,
-        create=create,
-        lock=True,
-        readahead=False,  # random reads: don't drag neighbouring pages in
-        max_readers=_MAX_READERS,
-    )
+    try:
+        env = lmdb.open(
+            path,
+            subdir=False,
+            map_size=MAP_SIZE,
+            max_dbs=0,  # one unnamed database (lmdb.md §1)
+            readonly=not writable,
+            create=create,
+            lock=True,
+            readahead=False,  # random reads: don't drag neighbouring pages in
+            max_readers=_MAX_READERS,
+        )
+    except (lmdb.InvalidError, lmdb.VersionMismatchError, lmdb.CorruptedError) as exc:
+        raise InvalidRecord(f"not a readable LMDB file: {exc}", path=path) from None
     return EnvHandle(path=path, env=env, writable=writable, pid=os.getpid())
 
 
