@@ -301,3 +301,27 @@ def test_a_file_that_is_not_lmdb(tmp_path: Path, content: bytes) -> None:
     path.write_bytes(content)
     with pytest.raises(mrecd.InvalidRecord, match="not a readable LMDB file"):
         mrecd.open_collection(path)
+
+
+def test_index_kept_in_memory_is_the_stored_index(tmp_path: Path) -> None:
+    """The writer keeps the index decoded (with spare capacity) and re-encodes it
+    per commit: after growth, nulls and batches it is exactly what the file holds."""
+    from mrecd.codecs import decode_blocks
+
+    columns = {
+        "label": {"dtype": "string", "nullable": True},
+        "v": {"dtype": "f64", "trailing": [2], "precision": 0.5},
+    }
+    with new(tmp_path / "i.mrec.lmdb", index_columns=columns) as col:
+        for k in range(150):  # past the initial capacity of 64 rows, twice
+            label = None if k % 7 == 3 else f"m{k}"
+            frames = [frame(s, 0.0, atoms=atoms(X0, s)) for s in range(k % 3)]
+            col.append({"trajectory": frames}, index={"label": label, "v": [k / 3, -k]})
+            if k % 50 == 0:
+                col.extend(
+                    [{"system": system()}] * 3, index={"label": ["a", None, "c"], "v": [[0, 0]] * 3}
+                )
+        (stored,) = decode_blocks(snapshot(col)[b"index"])[0].values()
+        assert stored == col.index
+        assert stored["label"].validity is not None and stored["v"].precision == 0.5
+        assert stored["first_frame"].values[-1] + stored["n_frames"].values[-1] == col.n_frames

@@ -80,6 +80,8 @@ class RecordView:
     system: Frame | None
     molrec_version: int | None
     expect: Expected
+    #: the caches of the committed state the record was read in
+    caches: Any = field(default=None, compare=False, repr=False)
 
     @property
     def path(self) -> str:

@@ -440,6 +440,7 @@ class LmdbCollection:
                 system,
                 state.meta.molrec_version,
                 state.expect,
+                state.caches,
             )
             if system is not None:
                 check_system_alignment(state.declaration, system.blocks)
@@ -450,7 +451,7 @@ class LmdbCollection:
         """The record's layout covering frames ``0..upto`` (all when ``None``);
         cached, and scanned in ``txn`` only as far as it is not yet known."""
         upto = view.n_frames - 1 if upto is None else upto
-        caches = self.cached().caches
+        caches: _Caches = view.caches
         layout = caches.layout(view.r)
         if layout is None or layout.known <= upto:
             layout = scan(txn, view, upto, layout)
@@ -468,7 +469,7 @@ class LmdbCollection:
     def frames(self, txn: Any, view: RecordView) -> list[Frame]:
         """Every frame of the record, resolved in one pass."""
         layout, frames = walk(txn, view)
-        self.cached().caches.put_layout(view.r, layout)
+        view.caches.put_layout(view.r, layout)
         return frames
 
 
