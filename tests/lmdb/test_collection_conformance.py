@@ -459,3 +459,14 @@ def test_valid_trajectory_fixture_as_a_one_record_collection(tmp_path: Path) -> 
         (read,) = col[0].trajectory
         assert read == trajectory["frames"][0]
         assert read.box == mrecd.Box(np.eye(3) * 10.0)
+
+
+def test_system_cell_round_trips_and_joins(tmp_path: Path) -> None:
+    """lmdb.md §8: a box on a system frame is the system's cell."""
+    cell = mrecd.Box(np.eye(3) * 30.0, boundary=[True, True, False])
+    topology = system().replace(box=cell)
+    with new(tmp_path / "c.mrec.lmdb") as col:
+        col.append({"system": topology, "trajectory": [frame(0, 0.0, atoms=atoms(X0))]})
+        assert col[0].system == topology and col[0].system.box == cell
+        assert col[0].trajectory[0].box is None
+        assert col[0].trajectory.joined(0).box == cell
