@@ -147,8 +147,8 @@ def _header(value: Any, where: str) -> dict[str, Any]:
     if magic != b"MRF1" or 8 + length > len(view):
         raise FrameBytesError("not MRF1 frame bytes (magic or header length)", path=where)
     try:
-        header = json.loads(bytes(view[8 : 8 + length]), parse_constant=_no_constant)
-    except (ValueError, RecursionError) as exc:
+        header = _JSON.decode(bytes(view[8 : 8 + length]).decode())
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
         raise FrameBytesError(f"header is not UTF-8 JSON: {exc}", path=where) from None
     if not isinstance(header, dict) or not isinstance(header.get("blocks"), dict):
         raise FrameBytesError("header is an object with blocks", path=where)
@@ -160,6 +160,10 @@ def _header(value: Any, where: str) -> dict[str, Any]:
 
 def _no_constant(token: str) -> Any:
     raise ValueError(f"bare {token} is not JSON")
+
+
+#: One decoder for every header (``json.loads`` with options builds one per call).
+_JSON: Final = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def _meta(header: dict[str, Any], declared: dict[str, str], where: str) -> dict[str, Any]:
@@ -178,14 +182,14 @@ def _meta(header: dict[str, Any], declared: dict[str, str], where: str) -> dict[
             f" declared {sorted(declared)} (lmdb.md §5)",
             path=f"{where}.meta",
         )
-    for key, tag in declared.items():
-        decode_meta(tag, raw[key], path=f"{where}.meta.{key}")
-    return raw
+    return raw  # values are decoded (and refused if malformed) when their frame is read
 
 
-def decode_step_meta(raw: dict[str, Any], tags: dict[str, str]) -> dict[str, Any]:
-    """Fresh held values of a checked per-step meta document."""
-    return {key: decode_meta(tag, raw[key]) for key, tag in tags.items()}
+def decode_step_meta(raw: dict[str, Any], tags: dict[str, str], where: str) -> dict[str, Any]:
+    """Fresh held values of a per-step meta document with the declared keys."""
+    return {
+        key: decode_meta(tag, raw[key], path=f"{where}.meta.{key}") for key, tag in tags.items()
+    }
 
 
 class _Scan:
@@ -194,10 +198,11 @@ class _Scan:
     def __init__(self, view: RecordView, layout: Layout | None = None) -> None:
         self.view = view
         self.layout = Layout() if layout is None else layout
+        self.prefix = view.path
 
     def add(self, k: int, header: dict[str, Any]) -> None:
         view, layout = self.view, self.layout
-        where = f"{view.path}[{k}]"
+        where = f"{self.prefix}[{k}]"
         for name, entry in header["blocks"].items():
             if name not in view.declaration.blocks:
                 raise InvalidRecord(
@@ -429,7 +434,7 @@ def resolve(
     _check_targets(view, blocks, counts, where)
     if view.molrec_version == 1:
         check_v1_frame(blocks, where)
-    meta = decode_step_meta(layout.metas[i], view.expect.tags)
+    meta = decode_step_meta(layout.metas[i], view.expect.tags, where)
     time = None if layout.times is None else layout.times[i]
     tags = dict(view.expect.tags)
     return Frame._trusted(blocks, meta, tags, layout.box(i), layout.steps[i], time)
@@ -460,7 +465,7 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
         _check_targets(view, resolved, {}, where)
         if view.molrec_version == 1:
             check_v1_frame(blocks, where)
-        meta = decode_step_meta(layout.metas[k], view.expect.tags)
+        meta = decode_step_meta(layout.metas[k], view.expect.tags, where)
         time = None if layout.times is None else layout.times[k]
         tags = dict(view.expect.tags)
         frames.append(Frame._trusted(resolved, meta, tags, layout.box(k), layout.steps[k], time))
