@@ -325,9 +325,26 @@ class Collection:
     def read_many(self, rs: Iterable[int], *, frames: bool = True) -> list[Record]:
         """Records ``rs`` (in that order) read in one read transaction.
 
-        With ``frames`` every trajectory is resolved in the same transaction
-        (one pass per record) and held in memory, so iterating or indexing it
-        does no further I/O; without, trajectories stay lazy.
+        Parameters
+        ----------
+        rs
+            Record ordinals (negative counts from the end; numpy integers too).
+        frames
+            Resolve every trajectory in the same transaction (one pass per
+            record) and hold its frames, so iterating or indexing it does no
+            further I/O; ``False`` leaves trajectories lazy.
+
+        Returns
+        -------
+        list of Record
+            One per ordinal, all from one committed state of the file.
+
+        Raises
+        ------
+        RecordOutOfRange
+            An ordinal is out of range (also an ``IndexError``).
+        InvalidRecord
+            A stored record breaks a reader rule.
         """
         binding = self._binding
         out = []
@@ -358,6 +375,11 @@ class Collection:
             Values of the collection's own index columns for this record;
             columns left out are derived by their ``derive`` callable.
 
+        Returns
+        -------
+        int
+            The record's ordinal ``r``.
+
         Raises
         ------
         InvalidRecord
@@ -373,10 +395,27 @@ class Collection:
         *,
         index: Sequence[Mapping[str, Any] | None] | Mapping[str, Sequence[Any]] | None = None,
     ) -> range:
-        """Append ``records`` in one transaction (all or nothing); return their ordinals.
+        """Append ``records`` in one transaction (all or nothing).
 
-        ``index`` is one mapping per record, or ``{column: values}`` with one
-        value per record.
+        Parameters
+        ----------
+        records
+            Records as :meth:`append` takes them.
+        index
+            Own index values: one mapping per record, or ``{column: values}``
+            with one value per record.
+
+        Returns
+        -------
+        range
+            The ordinals of the appended records.
+
+        Raises
+        ------
+        InvalidRecord
+            A record breaks a rule; nothing of the batch is written.
+        ReadOnlyError
+            The collection was opened with ``mode="r"``.
         """
         items = [incoming(rec, f"batch[{k}]") for k, rec in enumerate(records)]
         rows = _index_rows(index, len(items))
