@@ -30,7 +30,17 @@ from ...model import (
 )
 from ._keys import frame_key
 
-__all__ = ["Expected", "Layout", "RecordView", "check_v1_frame", "join", "resolve", "scan", "walk"]
+__all__ = [
+    "Expected",
+    "Layout",
+    "RecordView",
+    "check_v1_frame",
+    "join",
+    "loads",
+    "resolve",
+    "scan",
+    "walk",
+]
 
 _PREFIX = struct.Struct("<4sI")
 _UPDATE_KEYS: Final = frozenset({"blocks", "meta", "meta_types", "step", "time", "box"})
@@ -164,6 +174,11 @@ def _no_constant(token: str) -> Any:
 
 #: One decoder for every header (``json.loads`` with options builds one per call).
 _JSON: Final = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def loads(raw: Any) -> Any:
+    """Strict JSON (no bare ``NaN``/``Infinity``) from UTF-8 bytes or a buffer."""
+    return _JSON.decode(bytes(raw).decode())
 
 
 def _meta(header: dict[str, Any], declared: dict[str, str], where: str) -> dict[str, Any]:

@@ -28,7 +28,6 @@ from ...model import (
     Frame,
     check_collection_meta,
     check_system_alignment,
-    loads_strict,
 )
 from . import _env
 from ._index import (
@@ -40,7 +39,7 @@ from ._index import (
 )
 from ._keys import FF, INDEX, META, frame_key, record_key, system_key
 from ._meta import MetaValue, decode_meta, meta_encoder
-from ._read import Expected, Layout, RecordView, check_v1_frame, resolve, scan, walk
+from ._read import Expected, Layout, RecordView, check_v1_frame, loads, resolve, scan, walk
 from ._write import Incoming, Prepared, derive_declaration, prepare, shared_columns
 
 __all__ = ["SUFFIX", "LmdbCollection", "RecordParts"]
@@ -412,7 +411,7 @@ class LmdbCollection:
         if raw_meta is None:
             raise InvalidRecord("the record's meta key r‖r is missing (lmdb.md §2)", path=where)
         try:
-            meta = loads_strict(bytes(raw_meta))
+            meta = loads(raw_meta)
         except (ValueError, RecursionError) as exc:
             raise InvalidRecord(
                 f"the record's meta is not JSON: {exc}", path=f"{where}.meta"
