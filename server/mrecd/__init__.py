@@ -9,16 +9,8 @@ records at a path (:func:`create_record`, :func:`open_record`,
 catalog of many records (:func:`open` -> :class:`Catalog`).
 """
 
-from .api import (
-    Catalog,
-    StoredRecord,
-    Violation,
-    create_record,
-    open,
-    open_record,
-    pack_record,
-    validate_record,
-)
+from typing import TYPE_CHECKING
+
 from .codecs import decode_frame, encode_frame
 from .errors import (
     AlreadyExists,
@@ -82,13 +74,57 @@ __all__ = [
     "quantize",
     "quantum",
 ]
+
+# The local API imports the storage bindings (zarr, lmdb): it loads on first use
+# so that importing the model and codecs (as mrecd_client does) stays light.
+if TYPE_CHECKING:
+    from .api import (
+        Catalog,
+        Collection,
+        StoredRecord,
+        Violation,
+        create_collection,
+        create_record,
+        open,
+        open_collection,
+        open_record,
+        pack_record,
+        validate_record,
+    )
+
+_LAZY = frozenset(
+    {
+        "Catalog",
+        "Collection",
+        "StoredRecord",
+        "Violation",
+        "create_collection",
+        "create_record",
+        "open",
+        "open_collection",
+        "open_record",
+        "pack_record",
+        "validate_record",
+    }
+)
 __all__ += [
     "Catalog",
+    "Collection",
     "StoredRecord",
     "Violation",
+    "create_collection",
     "create_record",
     "open",
+    "open_collection",
     "open_record",
     "pack_record",
     "validate_record",
 ]
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'mrecd' has no attribute {name!r}")

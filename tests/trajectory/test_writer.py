@@ -546,7 +546,9 @@ def test_offset_without_step_index_is_an_unfinished_commit(root: Path) -> None:
     traj.append(frame(0, blocks={"atoms": atoms(2)}))
     traj.append(frame(1, blocks={"atoms": atoms(2, 1)}))
     traj.close()
-    offset = zarr.create_array(str(root / "trajectory" / "atoms" / "offset"), shape=(3,), dtype="uint64")
+    offset = zarr.create_array(
+        str(root / "trajectory" / "atoms" / "offset"), shape=(3,), dtype="uint64"
+    )
     offset[:] = [0, 2, 4]
     assert [f["atoms"].count for f in open_trajectory(root)] == [2, 2]
     again = open_trajectory(root)

@@ -1,24 +1,42 @@
-"""The local API: records at a path, catalogs of records, packing and validation (sync).
+"""The local API (sync): records, catalogs, trajectories, collections, packing, validation.
 
 :func:`create_record` / :func:`open_record` work on one record root at an
-exact path; :func:`open` returns a :class:`Catalog` of many records in one
-root. Every call here blocks the calling thread; an async skin for the
-service comes later on top of the same code.
+exact path; :func:`open` returns a :class:`Catalog` of many records (and
+collections) in one root; :func:`create_collection` / :func:`open_collection`
+work on one ``*.mrec.lmdb`` file. Every call blocks the calling thread; the
+service runs them on worker threads.
 """
 
 from ._catalog import Catalog, check_record_name
 from ._catalog import open_catalog as open
+from ._collection import (
+    Collection,
+    CollectionTrajectory,
+    RecordOutOfRange,
+    create_collection,
+    load_collection,
+    open_collection,
+)
 from ._record import StoredRecord, create_record, open_record, pack_record
+from ._trajectory import FrameSlice, Trajectory
 from ._validate import validate_record
 from ._violations import Violation
 
 __all__ = [
     "Catalog",
+    "Collection",
+    "CollectionTrajectory",
+    "FrameSlice",
+    "RecordOutOfRange",
     "StoredRecord",
+    "Trajectory",
     "Violation",
     "check_record_name",
+    "create_collection",
     "create_record",
+    "load_collection",
     "open",
+    "open_collection",
     "open_record",
     "pack_record",
     "validate_record",

@@ -20,6 +20,7 @@ from ..bindings.zarr._layout import BRAND, ZIP_BRAND
 from ..errors import AlreadyExists, InvalidRecord, NotFound
 from ..forcefield import ForceField
 from ..model import Declaration, Frame
+from ._collection import Collection, create_collection, open_collection
 from ._record import Mode, StoredRecord, create_record, open_record, pack_record
 
 if TYPE_CHECKING:
@@ -195,6 +196,65 @@ class Catalog:
         if not live.is_dir():
             raise NotFound(f"no live record named {name!r}", path=name)
         return pack_record(live, self._packed(name) if dest is None else dest, overwrite=overwrite)
+
+    # -- collections (one *.mrec.lmdb file each) ---------------------------------------------
+
+    def _collection_path(self, name: str) -> Path:
+        return self._root / f"{check_record_name(name)}.mrec.lmdb"
+
+    def create_collection(
+        self,
+        name: str,
+        *,
+        meta: Mapping[str, Any],
+        declaration: Declaration | Mapping[str, Any] | None = None,
+        index_columns: Mapping[str, Mapping[str, Any]] | None = None,
+        forcefield: ForceField | Mapping[str, Any] | None = None,
+        overwrite: bool = False,
+    ) -> Collection:
+        """Create collection ``name`` (keywords as :func:`mrecd.create_collection`), open ``r+``.
+
+        Raises
+        ------
+        InvalidRecord
+            Unsafe name or invalid content.
+        AlreadyExists
+            A collection of that name exists (unless ``overwrite``).
+        """
+        path = self._collection_path(name)
+        if path.exists() and not overwrite:
+            raise AlreadyExists(f"collection {name!r} exists", path=name)
+        return create_collection(
+            path,
+            meta=meta,
+            declaration=declaration,
+            index_columns=index_columns,
+            forcefield=forcefield,
+            overwrite=overwrite,
+        )
+
+    def collection(self, name: str, mode: Mode = "r") -> Collection:
+        """Open collection ``name``; :class:`~mrecd.errors.NotFound` when there is none."""
+        path = self._collection_path(name)
+        if not path.is_file():
+            raise NotFound(f"no collection named {name!r}", path=name)
+        return open_collection(path, mode)
+
+    def collections(self, prefix: str | None = None) -> list[str]:
+        """Sorted names of the collections that start with ``prefix``."""
+        if not self._root.is_dir():
+            return []
+        suffix = ".mrec.lmdb"
+        names = (e.name[: -len(suffix)] for e in self._root.iterdir() if e.name.endswith(suffix))
+        return sorted(n for n in names if prefix is None or n.startswith(prefix))
+
+    def delete_collection(self, name: str) -> None:
+        """Delete collection ``name`` (its file and LMDB's lock file beside it)."""
+        path = self._collection_path(name)
+        if not path.is_file():
+            raise NotFound(f"no collection named {name!r}", path=name)
+        path.unlink()
+        Path(f"{path}-lock").unlink(missing_ok=True)
 
     def __repr__(self) -> str:
         return f"Catalog({str(self._root)!r})"

@@ -1,0 +1,31 @@
+"""The LMDB collection binding (lmdb.md): one ``*.mrec.lmdb`` file, many records.
+
+The only package that imports ``lmdb``. :class:`LmdbCollection` is the
+binding object the local API's :class:`~mrecd.api.Collection` wraps.
+"""
+
+from ._index import RESERVED, IndexColumnSpec
+from ._keys import FF, INDEX, META, frame_key, record_key, system_key
+from ._meta import LAYOUT, LAYOUT_VERSION
+from ._read import join
+from ._store import SUFFIX, LmdbCollection, RecordParts
+from ._write import incoming, index_values
+
+__all__ = [
+    "FF",
+    "INDEX",
+    "LAYOUT",
+    "LAYOUT_VERSION",
+    "META",
+    "RESERVED",
+    "SUFFIX",
+    "IndexColumnSpec",
+    "LmdbCollection",
+    "RecordParts",
+    "frame_key",
+    "incoming",
+    "index_values",
+    "join",
+    "record_key",
+    "system_key",
+]

@@ -1,0 +1,130 @@
+"""The ``meta`` value (lmdb.md §3): layout tag and version, the collection
+document, ``sequence_schema`` and the counts. Written last in every commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ...errors import InvalidRecord, UnsupportedVersion
+from ...model import Declaration, check_collection_meta, dumps_strict, loads_strict
+
+__all__ = ["LAYOUT", "LAYOUT_VERSION", "MetaValue", "decode_meta", "meta_encoder"]
+
+LAYOUT: Final = "mrec-lmdb"
+#: The byte layout this package writes and the newest it reads.
+LAYOUT_VERSION: Final = 1
+_KEYS: Final = (
+    "layout",
+    "layout_version",
+    "collection",
+    "sequence_schema",
+    "n_records",
+    "n_frames",
+)
+_EMPTY_SCHEMA: Final[dict[str, Any]] = {"blocks": {}, "meta": {}}
+
+
+@dataclass(frozen=True, slots=True)
+class MetaValue:
+    """A decoded, checked ``meta`` value."""
+
+    collection: dict[str, Any]
+    declaration: Declaration | None
+    n_records: int
+    n_frames: int
+
+    @property
+    def molrec_version(self) -> int | None:
+        """The collection's contract version; ``None`` when unstamped (read as current)."""
+        version = self.collection.get("molrec_version")
+        return None if version is None else int(version)
+
+
+def meta_encoder(collection: dict[str, Any], declaration: Declaration | None) -> Any:
+    """A function ``(n_records, n_frames) -> bytes`` for the fixed parts given.
+
+    The document and the schema are serialized once; a commit only adds its counts.
+    """
+    schema = _EMPTY_SCHEMA if declaration is None else declaration.to_dict()
+    head = (
+        f'{{"layout":{dumps_strict(LAYOUT)},"layout_version":{LAYOUT_VERSION},'
+        f'"collection":{dumps_strict(collection)},"sequence_schema":{dumps_strict(schema)},'
+    )
+
+    def encode(n_records: int, n_frames: int) -> bytes:
+        return f'{head}"n_records":{n_records},"n_frames":{n_frames}}}'.encode()
+
+    return encode
+
+
+def _count(value: Any, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise InvalidRecord(
+            f"{key} must be a non-negative JSON integer, not {value!r}", path=f"meta.{key}"
+        )
+    return value
+
+
+def _layout_version(meta: dict[str, Any]) -> None:
+    if "layout_version" not in meta:
+        raise UnsupportedVersion(
+            "layout_version is required (lmdb.md §3)", path="meta.layout_version"
+        )
+    version = meta["layout_version"]
+    if (
+        isinstance(version, bool)
+        or not isinstance(version, int)
+        or not 1 <= version <= LAYOUT_VERSION
+    ):
+        raise UnsupportedVersion(
+            f"layout_version must be an integer in 1..{LAYOUT_VERSION}, not {version!r}"
+            " (lmdb.md §3)",
+            path="meta.layout_version",
+        )
+
+
+def _declaration(schema: Any) -> Declaration | None:
+    declaration = Declaration.from_dict(schema, path="meta.sequence_schema")
+    # (ref) {"blocks": {}, "meta": {}} is how "no declaration" is written.
+    return None if not declaration.blocks and not declaration.meta else declaration
+
+
+def decode_meta(raw: bytes | memoryview) -> MetaValue:
+    """Read and check a ``meta`` value as a reader (lmdb.md §3).
+
+    Refuses: not a JSON object; ``layout`` other than ``"mrec-lmdb"``;
+    ``layout_version`` missing or outside ``1..=1`` (``"1"`` included); a
+    collection document without ``units``, with unparseable units or with a
+    ``molrec_version`` that is ``null``, newer than 2 or not an integer; a
+    malformed ``sequence_schema``; counts that are not non-negative integers.
+    Every key of the value is required and no other key is allowed (chosen:
+    an unknown key could change what the file means, as in frame headers).
+    """
+    try:
+        meta = loads_strict(bytes(raw))
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise InvalidRecord(f"meta is not UTF-8 JSON: {exc}", path="meta") from None
+    if not isinstance(meta, dict):
+        raise InvalidRecord("meta is a JSON object (lmdb.md §3)", path="meta")
+    if meta.get("layout") != LAYOUT:
+        raise InvalidRecord(
+            f"layout must be {LAYOUT!r}, not {meta.get('layout')!r}: not a collection file"
+            " (lmdb.md §3)",
+            path="meta.layout",
+        )
+    _layout_version(meta)
+    unknown = set(meta) - set(_KEYS)
+    if unknown:
+        raise InvalidRecord(f"unknown meta keys {sorted(unknown)} (lmdb.md §3)", path="meta")
+    missing = [k for k in _KEYS if k not in meta]
+    if missing:
+        raise InvalidRecord(f"meta lacks {missing} (lmdb.md §3)", path="meta")
+    collection = check_collection_meta(meta["collection"], path="meta.collection")
+    return MetaValue(
+        collection=collection,
+        declaration=_declaration(meta["sequence_schema"]),
+        n_records=_count(meta["n_records"], "n_records"),
+        n_frames=_count(meta["n_frames"], "n_frames"),
+    )

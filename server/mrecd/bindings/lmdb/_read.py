@@ -1,0 +1,518 @@
+"""The reader's side: a record's trajectory resolved from its sparse updates
+(lmdb.md §5; trajectory.md §6, §7, §10), with the reader's refusals.
+
+A record's frames are scanned once into a :class:`Layout` (which blocks each
+frame updates and with how many rows, the cells, steps, times and per-step
+meta, all from the headers); resolving frame ``i`` then decodes only the
+values that hold the blocks asked for. Records never change once committed,
+so a layout stays valid for the life of the file.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from bisect import bisect_right
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ...codecs import decode_blocks
+from ...errors import FrameBytesError, InvalidRecord
+from ...model import (
+    Block,
+    Box,
+    Declaration,
+    Frame,
+    check_block_targets,
+    decode_element,
+    decode_meta,
+)
+from ._keys import frame_key
+
+__all__ = [
+    "Expected",
+    "Layout",
+    "RecordView",
+    "check_v1_frame",
+    "join",
+    "loads",
+    "resolve",
+    "scan",
+    "walk",
+]
+
+_PREFIX = struct.Struct("<4sI")
+_UPDATE_KEYS: Final = frozenset({"blocks", "meta", "meta_types", "step", "time", "box"})
+_ANGLE_VALUES: Final = frozenset({"theta0", "chi0", "phase", "phi1", "phi2", "phi3"})
+_RELATIONS: Final = frozenset({"bonds", "angles", "dihedrals", "impropers", "pairs", "cmaps"})
+_RELATION_PLAIN: Final = frozenset(
+    {"atomi", "atomj", "atomk", "atoml", "atomm", "type", "style", "id", "type_id", "name"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Expected:
+    """The declaration as a reader checks updates against it (computed once per state)."""
+
+    declaration: Declaration
+    #: block -> {column: (dtype, trailing, nullable)}, in declared order
+    columns: dict[str, dict[str, tuple[str, tuple[int, ...], bool]]]
+    #: per-step key -> tag
+    tags: dict[str, str]
+    #: aligned block -> target
+    aligned: dict[str, str]
+
+    @classmethod
+    def of(cls, declaration: Declaration) -> Expected:
+        """Precompute the checks for ``declaration``."""
+        columns = {
+            name: {c: (s.dtype, s.trailing, s.nullable) for c, s in spec.columns.items()}
+            for name, spec in declaration.blocks.items()
+        }
+        aligned = {
+            name: spec.aligned_with
+            for name, spec in declaration.blocks.items()
+            if spec.aligned_with is not None
+        }
+        tags = {key: spec.dtype for key, spec in declaration.meta.items()}
+        return cls(declaration, columns, tags, aligned)
+
+
+@dataclass(frozen=True, slots=True)
+class RecordView:
+    """What a reader knows of record ``r`` before touching its frames."""
+
+    r: int
+    first: int
+    n_frames: int
+    declaration: Declaration
+    system: Frame | None
+    molrec_version: int | None
+    expect: Expected
+    #: the caches of the committed state the record was read in
+    caches: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def path(self) -> str:
+        """Where messages point: ``records[r].trajectory``."""
+        return f"records[{self.r}].trajectory"
+
+
+@dataclass(slots=True)
+class Layout:
+    """Per-frame facts of one record's trajectory, from the update headers.
+
+    It may cover only the first :attr:`known` frames: resolving frame ``i``
+    needs frames ``0..i`` only, so a random read scans no further. A layout
+    is extended into a copy, never in place (other threads may hold it).
+    """
+
+    steps: list[int] = field(default_factory=list)
+    times: list[float] | None = None
+    metas: list[dict[str, Any]] = field(default_factory=list)
+    #: block -> (ordinals of its updates, rows of each update)
+    updates: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
+    boxes: tuple[list[int], list[Box]] = field(default_factory=lambda: ([], []))
+
+    @property
+    def known(self) -> int:
+        """Frames scanned so far."""
+        return len(self.steps)
+
+    def copy(self) -> Layout:
+        """An independent copy to extend."""
+        return Layout(
+            list(self.steps),
+            None if self.times is None else list(self.times),
+            list(self.metas),
+            {name: (list(o), list(n)) for name, (o, n) in self.updates.items()},
+            (list(self.boxes[0]), list(self.boxes[1])),
+        )
+
+    def latest(self, name: str, i: int) -> tuple[int, int] | None:
+        """``(ordinal, rows)`` of the update of ``name`` in force at ``i``; ``None``: absent."""
+        entry = self.updates.get(name)
+        if entry is None:
+            return None
+        u = bisect_right(entry[0], i) - 1
+        return None if u < 0 else (entry[0][u], entry[1][u])
+
+    def box(self, i: int) -> Box | None:
+        """The cell in force at ``i`` (carry-forward), or ``None``."""
+        u = bisect_right(self.boxes[0], i) - 1
+        return None if u < 0 else self.boxes[1][u]
+
+
+# -- headers --------------------------------------------------------------------------------
+
+
+def _header(value: Any, where: str) -> dict[str, Any]:
+    view = memoryview(value)
+    if len(view) < 8:
+        raise FrameBytesError(
+            f"frame bytes are {len(view)} bytes; the prefix alone is 8", path=where
+        )
+    magic, length = _PREFIX.unpack_from(view)
+    if magic != b"MRF1" or 8 + length > len(view):
+        raise FrameBytesError("not MRF1 frame bytes (magic or header length)", path=where)
+    try:
+        header = _JSON.decode(bytes(view[8 : 8 + length]).decode())
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise FrameBytesError(f"header is not UTF-8 JSON: {exc}", path=where) from None
+    if not isinstance(header, dict) or not isinstance(header.get("blocks"), dict):
+        raise FrameBytesError("header is an object with blocks", path=where)
+    unknown = set(header) - _UPDATE_KEYS
+    if unknown:
+        raise FrameBytesError(f"unknown header keys {sorted(unknown)}", path=where)
+    return header
+
+
+def _no_constant(token: str) -> Any:
+    raise ValueError(f"bare {token} is not JSON")
+
+
+#: One decoder for every header (``json.loads`` with options builds one per call).
+_JSON: Final = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def loads(raw: Any) -> Any:
+    """Strict JSON (no bare ``NaN``/``Infinity``) from UTF-8 bytes or a buffer."""
+    return _JSON.decode(bytes(raw).decode())
+
+
+def _meta(header: dict[str, Any], declared: dict[str, str], where: str) -> dict[str, Any]:
+    raw = header.get("meta", {})
+    if not isinstance(raw, dict):
+        raise InvalidRecord("an update's meta is an object", path=f"{where}.meta")
+    tags = header.get("meta_types")
+    if tags is not None and tags != {k: declared.get(k) for k in tags}:
+        raise InvalidRecord(
+            f"meta_types {tags} disagree with the declared per-step tags {declared}",
+            path=f"{where}.meta_types",
+        )
+    if raw.keys() != declared.keys():
+        raise InvalidRecord(
+            f"an update carries every declared per-step key and no other: has {sorted(raw)},"
+            f" declared {sorted(declared)} (lmdb.md §5)",
+            path=f"{where}.meta",
+        )
+    return raw  # values are decoded (and refused if malformed) when their frame is read
+
+
+def decode_step_meta(raw: dict[str, Any], tags: dict[str, str], where: str) -> dict[str, Any]:
+    """Fresh held values of a per-step meta document with the declared keys."""
+    return {
+        key: decode_meta(tag, raw[key], path=f"{where}.meta.{key}") for key, tag in tags.items()
+    }
+
+
+class _Scan:
+    """Folds update headers into a :class:`Layout`, refusing what a reader refuses."""
+
+    def __init__(self, view: RecordView, layout: Layout | None = None) -> None:
+        self.view = view
+        self.layout = Layout() if layout is None else layout
+        self.prefix = view.path
+
+    def add(self, k: int, header: dict[str, Any]) -> None:
+        view, layout = self.view, self.layout
+        where = f"{self.prefix}[{k}]"
+        for name, entry in header["blocks"].items():
+            if name not in view.declaration.blocks:
+                raise InvalidRecord(
+                    f"the update carries block {name!r}, which sequence_schema does not declare"
+                    f" (lmdb.md §5); declared: {sorted(view.declaration.blocks)}",
+                    path=f"{where}/{name}",
+                )
+            count = entry.get("count") if isinstance(entry, dict) else None
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise FrameBytesError(
+                    "a block's count is a non-negative integer", path=f"{where}/{name}"
+                )
+            ordinals, rows = layout.updates.setdefault(name, ([], []))
+            ordinals.append(k)
+            rows.append(count)
+        self._step_time(k, header, where)
+        layout.metas.append(_meta(header, view.expect.tags, where))
+        if header.get("box") is not None:
+            self._box(k, Box.from_dict(header["box"], path=f"{where}/box"), where)
+
+    def _step_time(self, k: int, header: dict[str, Any], where: str) -> None:
+        layout = self.layout
+        if "step" not in header:
+            raise InvalidRecord(
+                "a trajectory update carries its step (lmdb.md §5)", path=f"{where}.step"
+            )
+        step = decode_element("i64", header["step"], path=f"{where}.step")
+        if layout.steps and step <= layout.steps[-1]:
+            raise InvalidRecord(
+                f"step {step} is not above the previous step {layout.steps[-1]} (lmdb.md §5)",
+                path=f"{where}.step",
+            )
+        layout.steps.append(step)
+        has_time = header.get("time") is not None
+        if k == 0:
+            layout.times = [] if has_time else None
+        elif has_time != (layout.times is not None):
+            raise InvalidRecord(
+                "time is all-or-nothing within a record (lmdb.md §5)", path=f"{where}.time"
+            )
+        if layout.times is not None:
+            layout.times.append(decode_element("f64", header["time"], path=f"{where}.time"))
+
+    def _box(self, k: int, box: Box, where: str) -> None:
+        ordinals, boxes = self.layout.boxes
+        if boxes and boxes[0].cell_defined != box.cell_defined:
+            raise InvalidRecord(
+                "cell updates of one record disagree on cell_defined"
+                " (lmdb.md §5, trajectory.md §4)",
+                path=f"{where}/box",
+            )
+        ordinals.append(k)
+        boxes.append(box)
+
+
+def _values(
+    txn: Any, view: RecordView, start: int = 0, stop: int | None = None
+) -> Iterator[tuple[int, Any]]:
+    """``(k, value)`` for frames ``start <= k < stop`` in order; a missing key is refused."""
+    stop = view.n_frames if stop is None else stop
+    if start >= stop:
+        return
+    cursor = txn.cursor()
+    found = cursor.set_key(frame_key(view.first + start))
+    for k in range(start, stop):
+        if not found or cursor.key() != frame_key(view.first + k):
+            raise InvalidRecord(
+                f"frame key f‖{view.first + k} is missing inside the record's range (lmdb.md §5)",
+                path=f"{view.path}[{k}]",
+            )
+        yield k, cursor.value()
+        found = cursor.next()
+
+
+def scan(txn: Any, view: RecordView, upto: int, layout: Layout | None = None) -> Layout:
+    """A layout covering frames ``0..upto`` of ``view``'s trajectory: ``layout``
+    (copied) extended from its update headers in ``txn``."""
+    start = 0 if layout is None else layout.known
+    folder = _Scan(view, None if layout is None else layout.copy())
+    for k, value in _values(txn, view, start, upto + 1):
+        folder.add(k, _header(value, f"{view.path}[{k}]"))
+    return folder.layout
+
+
+# -- decoding blocks ------------------------------------------------------------------------
+
+
+def _check_block(
+    name: str, block: Block, expected: dict[str, tuple[str, tuple[int, ...], bool]], where: str
+) -> None:
+    columns = block.columns  # a plain dict: cheaper than the Mapping protocol
+    if columns.keys() != expected.keys():
+        raise InvalidRecord(
+            f"block {name!r} has columns {sorted(columns)}; sequence_schema declares"
+            f" {sorted(expected)}",
+            path=where,
+        )
+    for column_name, (dtype, trailing, nullable) in expected.items():
+        column = columns[column_name]
+        if column.dtype != dtype or column.values.shape[1:] != trailing:
+            raise InvalidRecord(
+                f"column is {column.dtype}{list(column.trailing)}, declared"
+                f" {dtype}{list(trailing)}",
+                path=f"{where}/{column_name}",
+            )
+        if column.validity is not None and not nullable:
+            raise InvalidRecord(
+                "a mask on a column not declared nullable", path=f"{where}/{column_name}"
+            )
+
+
+def _decode_update(txn: Any, view: RecordView, k: int, names: list[str]) -> dict[str, Block]:
+    """Blocks ``names`` of update ``k`` (decoded from an owned copy of the value)."""
+    where = f"{view.path}[{k}]"
+    value = txn.get(frame_key(view.first + k))
+    if value is None:
+        raise InvalidRecord("frame key missing inside the record's range (lmdb.md §5)", path=where)
+    try:
+        blocks, _ = decode_blocks(bytes(value))
+    except FrameBytesError as exc:
+        raise FrameBytesError(
+            exc.message, path=f"{where}/{exc.path}" if exc.path else where
+        ) from None
+    out = {}
+    for name in names:
+        block = blocks[name]
+        _check_block(name, block, view.expect.columns[name], f"{where}/{name}")
+        out[name] = block
+    return out
+
+
+# -- rules on a resolved frame --------------------------------------------------------------
+
+
+def _check_counts(view: RecordView, counts: Mapping[str, int], where: str) -> None:
+    system = None if view.system is None else view.system.blocks
+    for name, target in view.expect.aligned.items():
+        if name in counts and counts.get(target) != counts[name]:
+            raise InvalidRecord(
+                f"aligned block {name!r} has {counts[name]} rows but its target {target!r} has"
+                f" {counts.get(target, 'none (absent)')} (trajectory.md §7.2)",
+                path=f"{where}/{name}",
+            )
+    if system is None:
+        return
+    for name, count in counts.items():
+        if name in system and system[name].count != count:
+            raise InvalidRecord(
+                f"trajectory block {name!r} has {count} rows but system/{name} has"
+                f" {system[name].count}: same-named blocks align 1:1 (collection.md §3)",
+                path=f"{where}/{name}",
+            )
+
+
+def _check_ids(view: RecordView, blocks: Mapping[str, Block], where: str) -> None:
+    if view.system is None:
+        return
+    system = view.system.blocks
+    for name, block in blocks.items():
+        mine = block.columns.get("id")
+        theirs = system[name].columns.get("id") if name in system else None
+        if mine is not None and theirs is not None and not mine.same_values(theirs):
+            raise InvalidRecord(
+                f"trajectory {name}/id differs from system/{name}/id (trajectory.md §1.5)",
+                path=f"{where}/{name}/id",
+            )
+
+
+def _check_targets(
+    view: RecordView, blocks: Mapping[str, Block], counts: Mapping[str, int], where: str
+) -> None:
+    if not any(block.targets for block in blocks.values()):
+        return
+    # Only the target's row count matters: stand-ins keep undecoded targets cheap.
+    resolved = {name: Block._trusted({}, count) for name, count in counts.items()} | dict(blocks)
+    sections = None if view.system is None else {"system": view.system.blocks}
+    for name, block in blocks.items():
+        try:
+            check_block_targets(name, block, resolved, sections)
+        except InvalidRecord as exc:
+            raise InvalidRecord(exc.message, path=f"{where}/{exc.path}") from None
+
+
+def check_v1_frame(blocks: Mapping[str, Block], where: str) -> None:
+    """Refuse what a version-1 collection would need converted (forcefield.md §11.3).
+
+    Chosen: the conversion of relation parameters and angle values is not
+    implemented; §11 allows "convert exactly, or refuse", so such frames are
+    refused and every other frame reads unchanged.
+    """
+    for name, block in blocks.items():
+        angles = {
+            c for c in block if c in _ANGLE_VALUES or (c.startswith("phase") and c[5:].isdigit())
+        }
+        params = set(block) - _RELATION_PLAIN if name in _RELATIONS else set()
+        if angles or params or (name == "impropers" and block.count):
+            raise InvalidRecord(
+                f"block {name!r} of a version-1 collection carries"
+                f" {sorted(angles | params) or 'rows'}"
+                " that forcefield.md §11.3 converts; this reader refuses instead of converting",
+                path=f"{where}/{name}",
+            )
+
+
+# -- resolving ------------------------------------------------------------------------------
+
+
+def resolve(
+    txn: Any, view: RecordView, layout: Layout, i: int, names: list[str] | None = None
+) -> Frame:
+    """Frame ``i`` resolved by carry-forward: blocks ``names`` (all when ``None``),
+    the cell in force, its step, time and meta (trajectory.md §10)."""
+    where = f"{view.path}[{i}]"
+    counts: dict[str, int] = {}
+    wanted: dict[int, list[str]] = {}
+    for name in view.declaration.blocks:
+        latest = layout.latest(name, i)
+        if latest is None:
+            continue
+        counts[name] = latest[1]
+        if names is None or name in names:
+            wanted.setdefault(latest[0], []).append(name)
+    _check_counts(view, counts, where)
+    decoded: dict[str, Block] = {}
+    for k, block_names in wanted.items():
+        decoded.update(_decode_update(txn, view, k, block_names))
+    blocks = {name: decoded[name] for name in view.declaration.blocks if name in decoded}
+    _check_ids(view, blocks, where)
+    _check_targets(view, blocks, counts, where)
+    if view.molrec_version == 1:
+        check_v1_frame(blocks, where)
+    meta = decode_step_meta(layout.metas[i], view.expect.tags, where)
+    time = None if layout.times is None else layout.times[i]
+    tags = dict(view.expect.tags)
+    return Frame._trusted(blocks, meta, tags, layout.box(i), layout.steps[i], time)
+
+
+def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
+    """Every frame of the record in one pass (each value decoded once), and its layout."""
+    folder = _Scan(view)
+    current: dict[str, Block] = {}
+    frames: list[Frame] = []
+    declared = list(view.declaration.blocks)
+    for k, value in _values(txn, view):
+        where = f"{view.path}[{k}]"
+        try:  # one parse of the header serves the layout and the blocks
+            blocks, header = decode_blocks(bytes(value))
+        except FrameBytesError as exc:
+            raise FrameBytesError(
+                exc.message, path=f"{where}/{exc.path}" if exc.path else where
+            ) from None
+        folder.add(k, header)
+        for name, block in blocks.items():
+            _check_block(name, block, view.expect.columns[name], f"{where}/{name}")
+        current.update(blocks)
+        resolved = {name: current[name] for name in declared if name in current}
+        layout = folder.layout
+        _check_counts(view, {n: b.count for n, b in resolved.items()}, where)
+        _check_ids(view, blocks, where)
+        _check_targets(view, resolved, {}, where)
+        if view.molrec_version == 1:
+            check_v1_frame(blocks, where)
+        meta = decode_step_meta(layout.metas[k], view.expect.tags, where)
+        time = None if layout.times is None else layout.times[k]
+        tags = dict(view.expect.tags)
+        frames.append(Frame._trusted(resolved, meta, tags, layout.box(k), layout.steps[k], time))
+    return folder.layout, frames
+
+
+# -- the joined view ------------------------------------------------------------------------
+
+
+def join(system: Frame | None, frame: Frame) -> Frame:
+    """System and trajectory frame as one frame (collection.md §3).
+
+    A same-named block is one block whose columns are the union (system
+    columns first; an ``id`` in both is equal and kept once); other blocks of
+    either side pass through. Chosen where the spec is silent: meta is the
+    system's document updated by the per-step values (a per-step key wins),
+    and the cell is the trajectory's, else the system's.
+    """
+    if system is None:
+        return frame
+    blocks = dict(system.blocks)
+    for name, block in frame.items():
+        base = blocks.get(name)
+        if base is None:
+            blocks[name] = block
+            continue
+        columns = dict(base.columns) | {c: col for c, col in block.items() if c not in base}
+        targets = (base.targets or {}) | (block.targets or {})
+        blocks[name] = Block._trusted(
+            columns, base.count, base.structural_shape, targets, base.attributes
+        )
+    meta = system.meta | frame.meta
+    tags = system.meta_types | frame.meta_types
+    box = frame.box if frame.box is not None else system.box
+    return Frame._trusted(blocks, meta, tags, box, frame.step, frame.time)
