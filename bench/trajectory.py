@@ -93,7 +93,9 @@ def _column_bytes(root: Path, columns: str = "xyz") -> tuple[int, int]:
                 continue
             files += shard.stat().st_size
             raw = shard.read_bytes()
-            n = (len(raw) - 4) // 16 if False else 4096
+            meta = json.loads((shard.parents[1] / "zarr.json").read_text())
+            conf = meta["codecs"][0]["configuration"]
+            n = meta["chunk_grid"]["configuration"]["chunk_shape"][0] // conf["chunk_shape"][0]
             index = np.frombuffer(raw[: 16 * n], dtype="<u8").reshape(n, 2)
             chunks += int(index[index[:, 0] != 2**64 - 1][:, 1].sum())
     return chunks, files
