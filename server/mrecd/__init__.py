@@ -92,21 +92,6 @@ if TYPE_CHECKING:
         validate_record,
     )
 
-_LAZY = frozenset(
-    {
-        "Catalog",
-        "Collection",
-        "StoredRecord",
-        "Violation",
-        "create_collection",
-        "create_record",
-        "open",
-        "open_collection",
-        "open_record",
-        "pack_record",
-        "validate_record",
-    }
-)
 __all__ += [
     "Catalog",
     "Collection",
@@ -123,7 +108,8 @@ __all__ += [
 
 
 def __getattr__(name: str) -> object:
-    if name in _LAZY:
+    # called only for names not yet in the module: the lazy local-API ones
+    if name in __all__:
         from . import api
 
         return getattr(api, name)

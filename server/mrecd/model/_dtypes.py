@@ -98,13 +98,7 @@ _UNSIGNED_WIDENING: Final = frozenset({"u8", "u16", "u32"})
 
 def numpy_dtype(dtype: str) -> np.dtype[Any]:
     """The numpy dtype that holds column dtype ``dtype`` in memory."""
-    try:
-        return _NUMPY[dtype]
-    except KeyError:
-        raise InvalidRecord(
-            f"dtype {dtype!r} is not a column dtype; the closed set is {', '.join(DTYPES)}"
-            " (frame.md §2)"
-        ) from None
+    return _NUMPY[check_dtype_name(dtype)]
 
 
 def check_dtype_name(dtype: object, *, path: str | None = None) -> str:
