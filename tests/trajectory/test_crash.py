@@ -83,6 +83,7 @@ def test_sigkill_at_random_moments_loses_no_committed_frame(tmp_path: Path) -> N
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(0)  # as long as the kills take: `make soak` sets how many
 def test_soak_many_kills(tmp_path: Path) -> None:  # pragma: no cover - `make soak`
     root = make_root(tmp_path / "soak.mrec")
     rng = random.Random(7)
