@@ -555,3 +555,22 @@ def test_offset_without_step_index_is_an_unfinished_commit(root: Path) -> None:
     again.append(frame(2, blocks={"atoms": atoms(5, 2)}))  # materializes over the leftover
     again.close()
     assert [f["atoms"].count for f in open_trajectory(root)] == [2, 2, 5]
+
+
+def test_readers_keep_a_bounded_number_of_shards_open(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One descriptor per touched shard would exhaust `ulimit -n` on a long run."""
+    monkeypatch.setattr(_shard, "_OPEN_SHARDS", 2)
+    traj = open_trajectory(root, flush_every=500)
+    for i in range(3 * 255 + 1):  # one frame per chunk: x spans four shards
+        traj.append(frame(i, blocks={"atoms": atoms(2100, i)}))
+    traj.close()
+    assert len(list((root / "trajectory" / "atoms" / "x" / "c").iterdir())) == 4
+    reader = open_trajectory(root)
+    for i in (0, 300, 600, 765, 10, 310):  # every shard, then back to the first ones
+        np.testing.assert_array_equal(
+            reader.read(i, columns=["x"])["atoms"]["x"].values, atoms(2100, i)["x"]
+        )
+    block = reader._reader.block("atoms") if reader._reader else None
+    assert block is not None and len(block.columns["x"]._ranges) == 2

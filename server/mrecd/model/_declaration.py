@@ -517,9 +517,6 @@ def _conform_column(column: Column, spec: ColumnSpec, where: str) -> Column:
         )
     if spec.precision is not None and column.precision != spec.precision:
         values = quantize(values, spec.precision)
-    elif values is column.values and column.precision is None:
-        # A Column views its producer's array; a simulation that updates that
-        # array in place after appending must not change what was appended.
-        values = values.copy()
-    validity = None if column.validity is None else column.validity.copy()
-    return Column._trusted(values, spec.dtype, validity, None)
+    # values may still view the producer's array: SequenceState.admit copies
+    # the blocks it keeps (the ones that changed), not every presented block.
+    return Column._trusted(values, spec.dtype, column.validity, None)

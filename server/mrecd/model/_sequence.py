@@ -18,6 +18,7 @@ import numpy as np
 from ..errors import InvalidRecord, StepOrderError
 from ._block import Block
 from ._box import Box
+from ._column import Column
 from ._declaration import Declaration
 from ._frame import Frame, check_block_targets
 
@@ -172,6 +173,7 @@ class SequenceState:
             self._check_system_rows(name, block, where)
             previous = self.current.get(name)
             if previous is None or not previous.same_content(block):
+                block = _owned(block)
                 changed[name] = block
                 resolved[name] = block
         self._check_aligned(resolved, where)
@@ -255,3 +257,24 @@ class SequenceState:
                 path=f"{where}/box",
             )
         return box
+
+
+def _owned(block: Block) -> Block:
+    """``block`` with arrays it owns.
+
+    A presented column may view its producer's array; a simulation that
+    updates that array in place after appending must not change an update
+    that is queued, or the carried state the next frame is compared with.
+    """
+    columns = {
+        name: Column._trusted(
+            column.values.copy(),
+            column.dtype,
+            None if column.validity is None else column.validity.copy(),
+            column.precision,
+        )
+        for name, column in block.items()
+    }
+    return Block._trusted(
+        columns, block.count, block.structural_shape, block.targets, block.attributes
+    )

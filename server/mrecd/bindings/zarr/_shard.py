@@ -41,6 +41,8 @@ __all__ = ["ArrayAppender", "ArrayLayout", "ArrayReader", "ChunkCodec", "chunk_k
 
 _EMPTY: Final = np.uint64(2**64 - 1)
 _CHUNK_CACHE: Final = 4  # decoded chunks kept per array reader
+_OPEN_SHARDS: Final = 32  # shard files kept open per array reader (descriptors are finite)
+_MISSING: Final[Any] = object()
 _VLEN = VLenUTF8()
 
 
@@ -388,20 +390,27 @@ class ArrayAppender:
             return ArrayCommit(self, [], self.layout.metadata(self._flushed, self.attributes))
         self._created = True
         c = self.layout.chunk_rows
-        parts = ([self._tail] if self._tail is not None else []) + self._pending
-        rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
         first_chunk = self._flushed // c
+        total = self._flushed + self._pending_rows
+        tail_rows = total % c
+        if self._tail is None and all(len(p) == c for p in self._pending):
+            # frame-aligned chunks (the common case): each queued piece is a chunk
+            rows = None
+            pieces: list[npt.NDArray[Any]] = list(self._pending)
+        else:
+            parts = ([self._tail] if self._tail is not None else []) + self._pending
+            rows = np.concatenate(parts) if len(parts) > 1 else parts[0]
+            pieces = [rows[k : k + c] for k in range(0, len(rows), c)]
         jobs = []
-        for k in range(0, len(rows), c):
-            piece = rows[k : k + c]
+        for k, piece in enumerate(pieces):
             if len(piece) < c or piece.shape[1:] != self.codec.shape[1:]:
                 full = self.codec.fill()
                 full[tuple(slice(0, n) for n in piece.shape)] = piece
                 piece = full
-            jobs.append((first_chunk + k // c, piece))
-        total = self._flushed + self._pending_rows
-        tail_rows = total % c
-        self._tail = rows[len(rows) - tail_rows :].copy() if tail_rows else None
+            jobs.append((first_chunk + k, piece))
+        self._tail = (
+            rows[len(rows) - tail_rows :].copy() if rows is not None and tail_rows else None
+        )
         self._flushed = total
         self._pending = []
         self._pending_rows = 0
@@ -527,7 +536,7 @@ class ArrayReader:
         self.key = key
         self.metadata = metadata
         self.cache_chunks = cache_chunks
-        self._ranges: dict[int, RangeReader | None] = {}
+        self._ranges: dict[int, RangeReader | None] = {}  # insertion order = recency
         shape = metadata.get("shape")
         if not isinstance(shape, list) or not shape:
             raise InvalidRecord("array shape must be a non-empty list", path=key)
@@ -601,11 +610,16 @@ class ArrayReader:
         return self._chunk(chunk)
 
     def _range(self, shard: int) -> RangeReader | None:
-        if shard not in self._ranges:
-            self._ranges[shard] = self.tree.open_range(
-                _join(self.key, chunk_key(shard, len(self.shape)))
-            )
-        return self._ranges[shard]
+        """The open entry of shard ``shard``; at most :data:`_OPEN_SHARDS` stay open per array."""
+        source = self._ranges.pop(shard, _MISSING)
+        if source is _MISSING:
+            if len(self._ranges) >= _OPEN_SHARDS:  # close the least recently used
+                oldest = self._ranges.pop(next(iter(self._ranges)))
+                if oldest is not None:
+                    oldest.close()
+            source = self.tree.open_range(_join(self.key, chunk_key(shard, len(self.shape))))
+        self._ranges[shard] = source  # most recently used last
+        return source
 
     def read(self, start: int, stop: int) -> npt.NDArray[Any]:
         """Rows ``[start, stop)``; refuses a range past the array's shape."""
