@@ -611,7 +611,7 @@ class ArrayReader:
 
     def _range(self, shard: int) -> RangeReader | None:
         """The open entry of shard ``shard``; at most :data:`_OPEN_SHARDS` stay open per array."""
-        source = self._ranges.pop(shard, _MISSING)
+        source: RangeReader | None = self._ranges.pop(shard, _MISSING)
         if source is _MISSING:
             if len(self._ranges) >= _OPEN_SHARDS:  # close the least recently used
                 oldest = self._ranges.pop(next(iter(self._ranges)))
