@@ -517,6 +517,8 @@ def _conform_column(column: Column, spec: ColumnSpec, where: str) -> Column:
         )
     if spec.precision is not None and column.precision != spec.precision:
         values = quantize(values, spec.precision)
-    # values may still view the producer's array: SequenceState.admit copies
+    if values is not column.values:
+        values.flags.writeable = False  # made here: no producer holds it (see _owned)
+    # Otherwise values may view the producer's array: SequenceState.admit copies
     # the blocks it keeps (the ones that changed), not every presented block.
     return Column._trusted(values, spec.dtype, column.validity, None)

@@ -11,6 +11,7 @@ codecs; the codecs only see already-rounded values.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Final
 
@@ -57,6 +58,14 @@ def quantum(precision: float) -> float:
 
     Examples: ``quantum(1e-3) == 2**-10``, ``quantum(0.5) == 0.5``, ``quantum(1) == 1``.
     """
+    if type(precision) is float:  # the append path asks for the same few values
+        return _quantum_of_float(precision)
+    _, exponent = math.frexp(check_precision(precision))
+    return math.ldexp(1.0, exponent - 1)
+
+
+@functools.lru_cache(maxsize=256)
+def _quantum_of_float(precision: float) -> float:
     _, exponent = math.frexp(check_precision(precision))
     return math.ldexp(1.0, exponent - 1)
 
@@ -70,6 +79,12 @@ def quantize(values: npt.ArrayLike, precision: float) -> npt.NDArray[np.float64]
     """
     q = quantum(precision)
     x = _reals(values)
+    limit = 2.0**52 * q
+    if limit < math.inf and x.size and x.min() > -limit and x.max() < limit:  # all in range
+        # (NaN fails both comparisons.) No value is kept, nothing can overflow.
+        fast = np.rint(x * (1.0 / q))
+        fast *= q
+        return fast
     with np.errstate(over="ignore", invalid="ignore"):
         # x * (1/q) is exactly x / q: q is a power of two (and 1/q is finite
         # within the precision bounds). rint rounds half to even.

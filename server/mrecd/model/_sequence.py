@@ -268,7 +268,7 @@ def _owned(block: Block) -> Block:
     """
     columns = {
         name: Column._trusted(
-            column.values.copy(),
+            column.values if _frozen(column.values) else column.values.copy(),
             column.dtype,
             None if column.validity is None else column.validity.copy(),
             column.precision,
@@ -278,3 +278,15 @@ def _owned(block: Block) -> Block:
     return Block._trusted(
         columns, block.count, block.structural_shape, block.targets, block.attributes
     )
+
+
+def _frozen(array: np.ndarray[Any, Any]) -> bool:
+    """Whether nobody can change ``array``'s memory: its owner is a read-only array.
+
+    Arrays the writer made itself (rounded, converted) are frozen when made;
+    a producer's array is writeable at its owner, so it gets copied.
+    """
+    owner: Any = array
+    while isinstance(owner, np.ndarray) and owner.base is not None:
+        owner = owner.base
+    return isinstance(owner, np.ndarray) and not owner.flags.writeable
