@@ -38,6 +38,13 @@ def foreign_store(root: Path, trajectory_attrs: dict[str, Any], build: Any) -> N
 
 
 DECL_X = {"blocks": {"atoms": {"columns": {"x": {"dtype": "f64", "trailing": []}}}}, "meta": {}}
+DECL_X_BONDS = {
+    "blocks": {
+        "atoms": DECL_X["blocks"]["atoms"],
+        "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}}},
+    },
+    "meta": {},
+}
 
 
 def test_uncommitted_tail_is_ignored(root: Path) -> None:
@@ -275,13 +282,7 @@ def test_markers_on_a_block_without_columns_refused(root: Path) -> None:
 
 
 def test_declared_block_without_updates_is_absent(root: Path) -> None:
-    decl = {
-        "blocks": {
-            "atoms": DECL_X["blocks"]["atoms"],
-            "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}}},
-        },
-        "meta": {},
-    }
+    decl = DECL_X_BONDS
 
     def build(tr: zarr.Group) -> None:
         g = tr.create_group("atoms", attributes={"uniform_rows": 1, "dense_updates": True})
@@ -425,13 +426,7 @@ def test_trajectory_attributes_are_strict_json(root: Path) -> None:
 
 def test_block_with_no_committed_update_is_absent_even_if_partial(root: Path) -> None:
     """A writer killed during a block's first commit: step_index landed, offset did not."""
-    decl = {
-        "blocks": {
-            "atoms": DECL_X["blocks"]["atoms"],
-            "bonds": {"columns": {"atomi": {"dtype": "u64", "trailing": []}}},
-        },
-        "meta": {},
-    }
+    decl = DECL_X_BONDS
 
     def build(tr: zarr.Group) -> None:
         g = tr.create_group("atoms", attributes={"uniform_rows": 1, "dense_updates": True})
