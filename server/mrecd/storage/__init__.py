@@ -1,0 +1,59 @@
+"""The storage seam: a bytes-only :class:`Store` and its implementations.
+
+The Zarr binding reads and writes records only through a :class:`Store`;
+this package is the only one that touches the file system, ``fcntl`` or
+obstore. Stores:
+
+* :class:`DirectoryStore`: a local directory (the embedded default), with
+  positional writes (a shard grows at its tail), atomic renames, fsync.
+* :class:`MemoryStore`: RAM, the same capabilities (``memory://name``).
+* :class:`ObjectStore`: S3, GCS, Azure through obstore (``s3://``, ``gs://``,
+  ``az://``): whole-object puts, conditional on ETags.
+* :class:`ZipStore`: a packed ``*.mrec.zip`` object of another store, read in place.
+
+:func:`open_store` turns a URL or path into a store.
+"""
+
+from ._base import (
+    ByteRange,
+    ByteRequest,
+    IfMatch,
+    ObjectInfo,
+    Offset,
+    PositionalFile,
+    PutMode,
+    RangeReader,
+    Store,
+    Suffix,
+    WriterLease,
+    check_key,
+    join_key,
+)
+from ._directory import DirectoryStore, FileRangeReader, fsync_directory
+from ._memory import MemoryStore, drop_memory_store, memory_store
+from ._url import open_store
+from ._zip import ZipStore
+
+__all__ = [
+    "ByteRange",
+    "ByteRequest",
+    "DirectoryStore",
+    "FileRangeReader",
+    "IfMatch",
+    "MemoryStore",
+    "ObjectInfo",
+    "Offset",
+    "PositionalFile",
+    "PutMode",
+    "RangeReader",
+    "Store",
+    "Suffix",
+    "WriterLease",
+    "ZipStore",
+    "check_key",
+    "drop_memory_store",
+    "fsync_directory",
+    "join_key",
+    "memory_store",
+    "open_store",
+]
