@@ -12,6 +12,7 @@ Exit status: 0 on success (``validate``: the record is clean), 1 when
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -23,7 +24,7 @@ __all__ = ["main"]
 
 def _pack(args: argparse.Namespace) -> int:
     dest = api.pack_record(args.source, args.output, overwrite=args.force)
-    print(dest)
+    print(os.fspath(dest))
     return 0
 
 

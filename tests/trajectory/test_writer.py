@@ -17,7 +17,8 @@ import zarr
 import mrecd
 from mrecd.api._trajectory import Trajectory, create_trajectory, open_trajectory
 from mrecd.bindings.zarr import _shard
-from mrecd.bindings.zarr._tree import DirTree
+from mrecd.bindings.zarr._tree import Tree
+from mrecd.storage import DirectoryStore
 
 from .conftest import atoms, attrs, frame, make_root, u64, write_attrs, xyz_declaration
 
@@ -398,7 +399,9 @@ def test_every_array_reads_back_through_zarr_python_and_zarrs(root: Path) -> Non
         plain = zarr.open_array(str(path), mode="r")[:]
         with zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"}):
             rust = zarr.open_array(str(path), mode="r")[:]
-        mine = _shard.ArrayReader(DirTree(path), "", json.loads((path / "zarr.json").read_text()))
+        mine = _shard.ArrayReader(
+            Tree(DirectoryStore(path)), "", json.loads((path / "zarr.json").read_text())
+        )
         ours = mine.read(0, mine.shape[0])
         if plain.dtype.kind in "OTU":
             assert plain.tolist() == rust.tolist() == ours.tolist(), path

@@ -30,6 +30,7 @@ from ._base import (
     join_key,
 )
 from ._directory import DirectoryStore, FileRangeReader, fsync_directory
+from ._location import Location, dumps_json, location_of, read_json, write_json
 from ._memory import MemoryStore, drop_memory_store, memory_store
 from ._url import open_store
 from ._zip import ZipStore
@@ -40,6 +41,7 @@ __all__ = [
     "DirectoryStore",
     "FileRangeReader",
     "IfMatch",
+    "Location",
     "MemoryStore",
     "ObjectInfo",
     "Offset",
@@ -52,8 +54,12 @@ __all__ = [
     "ZipStore",
     "check_key",
     "drop_memory_store",
+    "dumps_json",
     "fsync_directory",
     "join_key",
+    "location_of",
     "memory_store",
     "open_store",
+    "read_json",
+    "write_json",
 ]
