@@ -50,6 +50,12 @@ class ZarrAdapter(ZarrStore):
         super().__init__(read_only=store.read_only)
         self.store = store
 
+    def with_read_only(self, read_only: bool = False) -> ZarrAdapter:
+        """The same objects, read-only or not (zarr asks before opening with ``mode="r"``)."""
+        adapter = ZarrAdapter(self.store)
+        adapter._read_only = read_only or self.store.read_only
+        return adapter
+
     def __eq__(self, value: object) -> bool:
         return isinstance(value, ZarrAdapter) and value.store is self.store
 
