@@ -242,7 +242,9 @@ class _Top:
             _refuse(line.where, f"[ angletypes ] function {funct}: only 1 and 5 map (§9.3)")
 
     def push_dihedraltype(self, line: _Line) -> None:
-        if len(line.fields) < 5 or not _is_int(line.fields[4]):
+        f = line.fields
+        # A two-name line (GROMACS's older form) has its function type third.
+        if len(f) < 5 or _is_int(f[2]) or not _is_int(f[4]):
             _refuse(line.where, "[ dihedraltypes ] lines name four atom types here (§9.3)")
         ends, funct = tuple(_label(f) for f in line.fields[:4]), line.funct(4)
         previous, self.last_dihedral = self.last_dihedral, (ends, funct, line.where)
