@@ -34,6 +34,7 @@ from ._base import (
 from ._counting import CountingStore, VerbCount
 from ._directory import DirectoryStore, FileRangeReader, fsync_directory
 from ._memory import MemoryStore, drop_memory_store, memory_store
+from ._transfer import pull, push
 from ._url import open_store
 from ._zip import ZipStore
 
@@ -61,4 +62,6 @@ __all__ = [
     "join_key",
     "memory_store",
     "open_store",
+    "pull",
+    "push",
 ]
