@@ -20,14 +20,14 @@ import os
 import sys
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from contextlib import AbstractContextManager, ExitStack
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from ..errors import AlreadyExists, InvalidRecord, NotFound, StoreUnavailable
+from ..errors import AlreadyExists, InvalidRecord, NotFound, PreconditionFailed, StoreUnavailable
 from ._base import NoLease, ObjectInfo, PutMode, RangeReader, Store, WriterLease, check_key
 from ._directory import DirectoryStore, fsync_directory
 from ._url import open_store
@@ -321,9 +321,11 @@ def _push_zip(
         )
     bar.add_total(info.size)
     mode: PutMode = "create" if not overwrite and info.size <= _WHOLE_PUT_LIMIT else "overwrite"
-    _copy_object(parent, target, source_key, info.size, bar.advance, mode=mode, dest_key=key)
+    with _lost_race(target, key):
+        _copy_object(parent, target, source_key, info.size, bar.advance, mode=mode, dest_key=key)
     _check_sizes(target, {key: info})
-    if overwrite:
+    if overwrite:  # the name now means the archive; unpublish the directory first
+        target.delete(f"{stem}{RECORD_SUFFIX}/{ROOT}")
         target.child(stem + RECORD_SUFFIX).delete_prefix("")
     return f"{target.url.rstrip('/')}/{key}"
 
@@ -343,7 +345,20 @@ def _copy_all(
         workers, (partial(_copy_object, source, dest, k, files[k].size, bar.advance) for k in data)
     )
     _check_sizes(dest, {k: files[k] for k in data})
-    _copy_object(source, dest, ROOT, files[ROOT].size, bar.advance, mode=root_mode)
+    with _lost_race(dest, ROOT):
+        _copy_object(source, dest, ROOT, files[ROOT].size, bar.advance, mode=root_mode)
+
+
+@contextmanager
+def _lost_race(dest: Store, key: str) -> Iterator[None]:
+    """A create-only put of a record that another push published first: the name is taken."""
+    try:
+        yield
+    except PreconditionFailed:
+        raise AlreadyExists(
+            "a record of this name exists: another push published it first",
+            path=f"{dest.url.rstrip('/')}/{key}",
+        ) from None
 
 
 def _copy_object(
@@ -443,7 +458,8 @@ def _pull_zip(
         raise NotFound("no record here", path=f"{parent.url.rstrip('/')}/{key}")
     bar.add_total(info.size)
     mode: PutMode = "overwrite" if overwrite else "create"
-    _copy_object(parent, local, key, info.size, bar.advance, mode=mode, dest_key=name)
+    with _lost_race(local, name):
+        _copy_object(parent, local, key, info.size, bar.advance, mode=mode, dest_key=name)
     local.sync([name])
     _check_sizes_of(local, name, info.size)
 
