@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from typing import IO, Any, Final
@@ -103,6 +104,8 @@ _ENV_CLIENT_OPTIONS: Final = (
     "proxy_ca_certificate",
     "proxy_excludes",
 )
+
+_STATUS: Final = re.compile(r"non-2xx status code: (\d{3})")
 
 _SECRET_WORDS: Final = ("secret", "key", "token", "password", "sas", "credential", "signature")
 
@@ -376,15 +379,22 @@ def _translated(key: str, verb: str) -> Iterator[None]:
 def _error(exc: BaseError, key: str, verb: str) -> MrecdError:
     """The mrecd error for an obstore error (obstore has already retried what it retries)."""
     reason = _first_line(exc)
-    if isinstance(exc, PermissionDeniedError | UnauthenticatedError):
+    status = _status(reason)
+    if isinstance(exc, PermissionDeniedError | UnauthenticatedError) or status in (401, 403):
         return PermissionDenied(
             f"the object store refused the {verb} ({reason}); check the credentials", path=key
         )
     if isinstance(exc, InvalidPathError):
         return InvalidRecord(f"the object store refused the key: {reason}", path=key)
-    if "NoSuchBucket" in str(exc) or "404 Not Found" in reason:
+    if "NoSuchBucket" in str(exc) or status == 404:
         return NotFound(f"the bucket (container) does not exist: {reason}", path=key)
     return StoreUnavailable(f"object store {verb} failed: {reason}", path=key)
+
+
+def _status(reason: str) -> int | None:
+    """The HTTP status in an error obstore raises as generic (listings report 403 so)."""
+    found = _STATUS.search(reason)
+    return int(found.group(1)) if found else None
 
 
 def _first_line(exc: BaseException) -> str:
