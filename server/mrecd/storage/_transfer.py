@@ -519,8 +519,11 @@ class _Progress(AbstractContextManager["_Progress"]):
             return
         with self._lock:
             if self._bar is None:
-                from tqdm import tqdm
-
+                try:
+                    from tqdm import tqdm
+                except ImportError:  # the bar is an extra (mrecd[server]); the copy is not
+                    self._enabled = False
+                    return
                 self._bar = tqdm(
                     total=nbytes,
                     desc=self._label,
