@@ -5,6 +5,8 @@ Subcommands::
     mrecd pack <dir.mrec> [-o file.mrec.zip] [--force]
     mrecd validate <path>
     mrecd forcefield import FILE [FILE...] (-o TARGET | --print) [--catalog ROOT]
+    mrecd push <path.mrec[.zip]> <url> [--name N] [--overwrite] [--quiet]
+    mrecd pull <url>/<name.mrec[.zip]> <path> [--overwrite] [--quiet]
 
 Exit status: 0 on success (``validate``: the record is clean), 1 when
 ``validate`` found violations, 2 for a usage error or a refused operation.
@@ -19,7 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from . import api
+from . import api, storage
 from .errors import AlreadyExists, InvalidRecord, MrecdError
 from .forcefield import ForceField, from_gromacs_top, from_openmm_xml
 
@@ -135,6 +137,36 @@ def _forcefield_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
     imp.set_defaults(run=_forcefield_import)
 
 
+def _push(args: argparse.Namespace) -> int:
+    url = storage.push(
+        args.source, args.url, name=args.name, progress=not args.quiet, overwrite=args.overwrite
+    )
+    print(url)
+    return 0
+
+
+def _pull(args: argparse.Namespace) -> int:
+    path = storage.pull(args.url, args.dest, progress=not args.quiet, overwrite=args.overwrite)
+    print(path)
+    return 0
+
+
+def _add_transfer(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    push = commands.add_parser(
+        "push", help="copy a closed record to a store (s3://bucket/prefix, gs://, az://, a path)"
+    )
+    push.add_argument("source", help="the record (<stem>.mrec or <stem>.mrec.zip)")
+    push.add_argument("url", help="where records live, e.g. s3://bucket/lab")
+    push.add_argument("--name", help="the record's name there (default: its stem)")
+    pull = commands.add_parser("pull", help="copy a record from a store to a local path")
+    pull.add_argument("url", help="the record, e.g. s3://bucket/lab/run-42.mrec")
+    pull.add_argument("dest", help="the local record path, or a directory to put it in")
+    for command, run in ((push, _push), (pull, _pull)):
+        command.add_argument("--overwrite", action="store_true", help="replace a record there")
+        command.add_argument("--quiet", action="store_true", help="no progress bar")
+        command.set_defaults(run=run)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mrecd", description="Store and check molrec records.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -151,6 +183,7 @@ def _parser() -> argparse.ArgumentParser:
     validate.add_argument("path", help="the record (<stem>.mrec or <stem>.mrec.zip)")
     validate.set_defaults(run=_validate)
     _forcefield_parser(commands)
+    _add_transfer(commands)
     return parser
 
 
@@ -160,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
-    except MrecdError as exc:
+    except (MrecdError, OSError) as exc:
         print(f"mrecd {args.command}: {exc}", file=sys.stderr)
         return 2
 

@@ -13,7 +13,9 @@ talks to a local store or to a server::
     ├── AlreadyExists (FileExistsError)       409  create of a name that exists
     ├── PreconditionFailed                    412  If-Match on a stale nstep
     ├── ReadOnlyError (PermissionError)       405  write to a packed or foreign read-only store
+    ├── PermissionDenied (PermissionError)    403  the object store refused the credentials
     └── RetryableError                        503  transient: transport, 429, 503; safe to retry
+        ├── StoreUnavailable                  503  the object store failed or could not be reached
         └── WriterBusy                        409  another writer holds the trajectory
 
 Messages name the field (``path``) and the rule broken.
@@ -27,10 +29,12 @@ __all__ = [
     "InvalidRecord",
     "MrecdError",
     "NotFound",
+    "PermissionDenied",
     "PreconditionFailed",
     "ReadOnlyError",
     "RetryableError",
     "StepOrderError",
+    "StoreUnavailable",
     "UnsupportedVersion",
     "WriterBusy",
 ]
@@ -146,6 +150,14 @@ class ReadOnlyError(MrecdError, PermissionError):
     title = "Read-only"
 
 
+class PermissionDenied(MrecdError, PermissionError):
+    """The object store refused the request: missing, wrong or insufficient credentials."""
+
+    status = 403
+    slug = "permission-denied"
+    title = "Permission denied"
+
+
 class RetryableError(MrecdError):
     """A transient failure; the same request may be sent again."""
 
@@ -160,3 +172,10 @@ class WriterBusy(RetryableError):
     status = 409
     slug = "writer-busy"
     title = "Writer busy"
+
+
+class StoreUnavailable(RetryableError):
+    """The object store failed (5xx, dropped connection, timeout) after its own retries."""
+
+    slug = "store-unavailable"
+    title = "Store unavailable"
