@@ -49,3 +49,17 @@ def test_the_check_sees_a_banned_import(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("import os\nfrom zarr.storage import LocalStore\n")
     assert ("os", None) in imports(bad) and ("zarr.storage", "LocalStore") in imports(bad)
+
+
+@pytest.mark.parametrize("path", sorted((SERVER / "api").glob("*.py")), ids=lambda p: p.name)
+def test_api_uses_the_bindings_public_faces(path: Path) -> None:
+    tree = ast.parse(path.read_text())
+    private = [
+        node.module
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and node.module
+        and node.module.startswith("bindings.")
+        and any(part.startswith("_") for part in node.module.split("."))
+    ]
+    assert private == [], f"{path.name} imports private binding modules {private}"

@@ -17,7 +17,7 @@ DATA = Path(app.__file__).parent / "data"
 TIP3P = str(DATA / "amber14" / "tip3p.xml")
 PROTEIN = str(DATA / "amber14" / "protein.ff14SB.xml")
 TOP = str(Path(__file__).parent / "data" / "butanamide.top")
-NOTES = Path(__file__).parents[2] / "notes-ff-import.md"
+NOTES = Path(__file__).parents[2] / "README.md"
 
 
 def test_import_creates_then_replaces_a_record(tmp_path: Path) -> None:
@@ -65,7 +65,8 @@ def test_a_refusal_exits_2_naming_the_rule(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_the_notes_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
-    example = re.findall(r"```python\n(.*?)```", NOTES.read_text(), flags=re.DOTALL)[0]
+    blocks = re.findall(r"```python\n(.*?)```", NOTES.read_text(), flags=re.DOTALL)
+    example = next(b for b in blocks if "from_openmm_xml" in b)
     monkeypatch.chdir(tmp_path)
     exec(compile(example, str(NOTES), "exec"), {})
     mass, k, epsilon = (float(v) for v in capsys.readouterr().out.split())

@@ -586,3 +586,21 @@ def test_readers_keep_a_bounded_number_of_shards_open(
         )
     block = reader._reader.block("atoms") if reader._reader else None
     assert block is not None and len(block.columns["x"]._ranges) == 2
+
+
+def test_a_commit_whose_marker_changed_meanwhile_is_refused_and_invisible(root: Any) -> None:
+    """The marker is a conditional put on the ETag the writer last saw (storage-seam issue)."""
+    create_trajectory(root, xyz_declaration())
+    traj = open_trajectory(root)
+    traj.append(frame(0, blocks={"atoms": atoms(3)}))
+    traj.flush()
+    marker = root / "trajectory" / "zarr.json"
+    rogue = json.loads(marker.read_text())
+    rogue["attributes"]["rogue"] = True  # another writer, past the lease, commits meanwhile
+    marker.write_text(json.dumps(rogue))
+    traj.append(frame(1, blocks={"atoms": atoms(3, 1.0)}))
+    with pytest.raises(mrecd.WriterBusy, match="another writer committed"):
+        traj.flush()
+    after = json.loads(marker.read_text())["attributes"]
+    assert after["rogue"] is True and after["nstep"] == 1
+    assert len(open_trajectory(root)) == 1

@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ..bindings.zarr._layout import BRAND, ZIP_BRAND
+from ..bindings.zarr import BRAND, ZIP_BRAND
 from ..errors import AlreadyExists, InvalidRecord, NotFound, ReadOnlyError
 from ..forcefield import ForceField
 from ..model import Declaration, Frame

@@ -13,9 +13,16 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
 
-from ..bindings.lmdb import LmdbCollection, RecordParts, incoming, index_values, join
-from ..bindings.lmdb._interchange import collection_from_dict, collection_to_dict
-from ..bindings.lmdb._read import RecordView
+from ..bindings.lmdb import (
+    LmdbCollection,
+    RecordParts,
+    RecordView,
+    collection_from_dict,
+    collection_to_dict,
+    incoming,
+    index_values,
+    join,
+)
 from ..errors import InvalidRecord, NotFound
 from ..forcefield import ForceField
 from ..model import Block, Declaration, Frame, Record

@@ -11,26 +11,25 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..bindings.zarr._frames import (
+from ..bindings.zarr import (
+    FRAME_SECTIONS,
+    SUBSTANTIVE,
+    RecordStore,
     SectionParts,
+    SectionWriter,
     Sink,
+    Tree,
+    build_record,
     check_blocks,
+    create_trajectory_group,
+    document_writer,
     frame_from_parts,
+    frame_section_writer,
+    pack_directory,
     rebase,
+    record_kind,
     typed_attributes,
 )
-from ..bindings.zarr._layout import FRAME_SECTIONS, SUBSTANTIVE
-from ..bindings.zarr._pack import pack_directory
-from ..bindings.zarr._record import (
-    RecordStore,
-    SectionWriter,
-    build_record,
-    document_writer,
-    frame_section_writer,
-    record_kind,
-)
-from ..bindings.zarr._trajectory_write import create_trajectory_group
-from ..bindings.zarr._tree import Tree
 from ..errors import AlreadyExists, InvalidRecord, ReadOnlyError
 from ..forcefield import ForceField
 from ..model import (

@@ -16,9 +16,7 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from ..bindings.zarr._trajectory_read import TrajectoryReader
-from ..bindings.zarr._trajectory_write import TrajectoryWriter, create_trajectory_group
-from ..bindings.zarr._tree import Tree
+from ..bindings.zarr import TrajectoryReader, TrajectoryWriter, Tree, create_trajectory_group
 from ..errors import InvalidRecord, MrecdError, PreconditionFailed, ReadOnlyError
 from ..model import Block, Declaration, Frame
 from ..storage import Location, WriterLease, location_of
@@ -247,6 +245,7 @@ class Trajectory(Sequence[Frame]):
                 system=self._system,
                 sections=self._sections,
                 flush_every=self._flush_every,
+                reader=self._reader,
             )
         except BaseException:
             self._unlock()

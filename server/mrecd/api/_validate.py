@@ -20,11 +20,20 @@ from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
-from ..bindings.zarr._arrays import array_dtype, read_values
-from ..bindings.zarr._frames import SectionParts, Sink, frame_from_parts
-from ..bindings.zarr._layout import DOCUMENT_SECTIONS, FRAME_SECTIONS
-from ..bindings.zarr._record import RecordStore, record_kind
-from ..bindings.zarr._tree import Node, Tree, join
+from ..bindings.zarr import (
+    DOCUMENT_SECTIONS,
+    FRAME_SECTIONS,
+    Node,
+    RecordStore,
+    SectionParts,
+    Sink,
+    Tree,
+    array_dtype,
+    frame_from_parts,
+    join,
+    read_values,
+    record_kind,
+)
 from ..errors import InvalidRecord, MrecdError, NotFound
 from ..forcefield import ForceField
 from ..model import (

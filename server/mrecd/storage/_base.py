@@ -106,15 +106,21 @@ def join_key(*parts: str) -> str:
     return "/".join(p for p in parts if p)
 
 
+def range_bounds(size: int, request: ByteRequest | None) -> tuple[int, int]:
+    """``(start, end)`` within an object of ``size`` bytes that ``request`` asks for."""
+    if request is None:
+        return 0, size
+    if isinstance(request, ByteRange):
+        return min(request.start, size), min(request.end, size)
+    if isinstance(request, Offset):
+        return min(request.offset, size), size
+    return (max(0, size - request.length), size) if request.length else (size, size)
+
+
 def slice_range(data: bytes, request: ByteRequest | None) -> bytes:
     """The part of ``data`` that ``request`` asks for (the whole when ``None``)."""
-    if request is None:
-        return data
-    if isinstance(request, ByteRange):
-        return data[request.start : request.end]
-    if isinstance(request, Offset):
-        return data[request.offset :]
-    return data[len(data) - request.length :] if request.length else b""
+    start, end = range_bounds(len(data), request)
+    return data[start:end]
 
 
 def check_request(request: ByteRequest | None, key: str) -> None:

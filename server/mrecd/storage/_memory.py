@@ -20,12 +20,13 @@ from ._base import (
     ObjectInfo,
     PositionalFile,
     PutMode,
+    RangeReader,
     Store,
     WriterLease,
     check_key,
     check_request,
     precondition_failed,
-    slice_range,
+    range_bounds,
 )
 
 __all__ = ["MemoryStore", "drop_memory_store", "memory_store"]
@@ -101,7 +102,10 @@ class MemoryStore(Store):
         check_request(byte_range, key)
         with self._o.lock:
             data = self._o.data.get(key)
-            return None if data is None else slice_range(bytes(data), byte_range)
+            if data is None:
+                return None
+            start, end = range_bounds(len(data), byte_range)
+            return bytes(data[start:end])  # copies the range only, not the object
 
     def head(self, key: str) -> ObjectInfo | None:
         with self._o.lock:
@@ -161,6 +165,12 @@ class MemoryStore(Store):
                 self._o.etags.pop(key, None)
                 self._o.stamp(target)
 
+    def open_reader(self, key: str) -> RangeReader | None:
+        with self._o.lock:
+            if key not in self._o.data:
+                return None
+            return _MemoryReader(self._o, key, len(self._o.data[key]))
+
     def open_positional(self, key: str) -> PositionalFile:
         self._writable(check_key(key))
         with self._o.lock:
@@ -175,6 +185,21 @@ class MemoryStore(Store):
                 raise WriterBusy("another writer holds this trajectory", path=key)
             self._o.leases.add(key)
         return _MemoryLease(self._o, key)
+
+
+class _MemoryReader(RangeReader):
+    """Positional reads of one object (its size as when opened, as a file's would be)."""
+
+    def __init__(self, objects: _Objects, key: str, size: int) -> None:
+        self._o = objects
+        self._key = key
+        self.size = size
+
+    def pread(self, offset: int, size: int) -> bytes:
+        size = max(0, min(size, self.size - offset))
+        with self._o.lock:
+            data = self._o.data.get(self._key, bytearray())
+            return bytes(data[offset : offset + size])
 
 
 class _MemoryFile(PositionalFile):

@@ -5,9 +5,10 @@ binding object the local API's :class:`~mrecd.api.Collection` wraps.
 """
 
 from ._index import RESERVED, IndexColumnSpec
+from ._interchange import collection_from_dict, collection_to_dict
 from ._keys import FF, INDEX, META, frame_key, record_key, system_key
 from ._meta import LAYOUT, LAYOUT_VERSION
-from ._read import join
+from ._read import RecordView, join
 from ._store import SUFFIX, LmdbCollection, RecordParts
 from ._write import incoming, index_values
 
@@ -22,6 +23,9 @@ __all__ = [
     "IndexColumnSpec",
     "LmdbCollection",
     "RecordParts",
+    "RecordView",
+    "collection_from_dict",
+    "collection_to_dict",
     "frame_key",
     "incoming",
     "index_values",

@@ -1,1 +1,59 @@
-"""The Zarr V3 binding of a record (storage.md, trajectory.md, chunking.md)."""
+"""The Zarr V3 binding of a record (storage.md, trajectory.md, chunking.md).
+
+Everything here reads and writes through a :class:`~mrecd.storage.Store`
+(addressed by :class:`~mrecd.storage.Location`); this package and
+:mod:`mrecd.bindings.lmdb` are the only importers of zarr and lmdb. This is
+the face :mod:`mrecd.api` uses; the ``_`` modules behind it are private.
+"""
+
+from ._arrays import array_dtype, read_values
+from ._frames import (
+    SectionParts,
+    Sink,
+    check_blocks,
+    frame_from_parts,
+    rebase,
+    typed_attributes,
+)
+from ._layout import BRAND, DOCUMENT_SECTIONS, FRAME_SECTIONS, SUBSTANTIVE, ZIP_BRAND
+from ._pack import pack_directory
+from ._record import (
+    RecordStore,
+    SectionWriter,
+    build_record,
+    document_writer,
+    frame_section_writer,
+    record_kind,
+)
+from ._trajectory_read import TrajectoryReader
+from ._trajectory_write import TrajectoryWriter, create_trajectory_group
+from ._tree import Node, Tree, join
+
+__all__ = [
+    "BRAND",
+    "DOCUMENT_SECTIONS",
+    "FRAME_SECTIONS",
+    "SUBSTANTIVE",
+    "ZIP_BRAND",
+    "Node",
+    "RecordStore",
+    "SectionParts",
+    "SectionWriter",
+    "Sink",
+    "TrajectoryReader",
+    "TrajectoryWriter",
+    "Tree",
+    "array_dtype",
+    "build_record",
+    "check_blocks",
+    "create_trajectory_group",
+    "document_writer",
+    "frame_from_parts",
+    "frame_section_writer",
+    "join",
+    "pack_directory",
+    "read_values",
+    "rebase",
+    "record_kind",
+    "typed_attributes",
+]

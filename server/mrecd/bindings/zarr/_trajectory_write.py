@@ -474,6 +474,9 @@ class TrajectoryWriter:
         alignment and row-reference rules.
     flush_every
         Override ``K`` (frames between automatic, non-durable commits).
+    reader
+        A reader of the same trajectory to take the committed state from
+        (the local API passes its own, so opening a writer reads the store once).
     """
 
     def __init__(
@@ -483,6 +486,7 @@ class TrajectoryWriter:
         system: Mapping[str, Block] | None = None,
         sections: Mapping[str, Mapping[str, Block]] | None = None,
         flush_every: int | None = None,
+        reader: TrajectoryReader | None = None,
     ) -> None:
         self.root = root
         self.path = root / "trajectory"
@@ -491,7 +495,10 @@ class TrajectoryWriter:
         # makes our first conditional marker write fail, never succeed wrongly.
         info = marker.store.head(marker.key)
         self._marker_etag = None if info is None else info.etag
-        reader = TrajectoryReader(Tree(root.as_store()), system=system)
+        if reader is None:
+            reader = TrajectoryReader(Tree(root.as_store()), system=system)
+        else:
+            reader.refresh()  # the caller's reader: one read of the store, not a second reader
         if reader.foreign:
             raise ReadOnlyError(
                 "a trajectory without sequence_schema (foreign writer) is read, not appended to"
