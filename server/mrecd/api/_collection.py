@@ -16,7 +16,7 @@ from typing import Any, Literal, overload
 from ..bindings.lmdb import LmdbCollection, RecordParts, incoming, index_values, join
 from ..bindings.lmdb._interchange import collection_from_dict, collection_to_dict
 from ..bindings.lmdb._read import RecordView
-from ..errors import InvalidRecord, NotFound
+from ..errors import InvalidRecord, NotFound, RecordOutOfRange
 from ..forcefield import ForceField
 from ..model import Block, Declaration, Frame, Record
 
@@ -30,10 +30,6 @@ __all__ = [
 ]
 
 PathLike = str | os.PathLike[str]
-
-
-class RecordOutOfRange(NotFound, IndexError):  # noqa: N818 - named like NotFound
-    """An ordinal outside ``0 <= r < len``: a :class:`NotFound` and an ``IndexError``."""
 
 
 def _ordinal(i: int, n: int, what: str) -> int:
