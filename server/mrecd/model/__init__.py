@@ -57,6 +57,7 @@ from ._frame import (
 )
 from ._precision import PRECISION_MAX, PRECISION_MIN, check_precision, on_grid, quantize, quantum
 from ._sequence import SequenceState, Update, check_system_alignment
+from ._series import series_array
 from ._typed import (
     META_TAGS,
     TAG_LAYOUT,
@@ -140,6 +141,7 @@ __all__ = [
     "quantize",
     "quantum",
     "read_untagged",
+    "series_array",
     "stamp_meta",
 ]
 
