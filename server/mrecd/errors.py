@@ -61,7 +61,7 @@ __all__ = [
     "error_for_problem",
 ]
 
-PROBLEM_BASE: Final = "urn:mrecd:problem:"
+_PROBLEM_BASE: Final = "urn:mrecd:problem:"
 
 #: problem ``type`` URI -> class; filled as classes are defined
 _BY_TYPE: dict[str, type[MrecdError]] = {}
@@ -105,7 +105,7 @@ class MrecdError(Exception):
     @classmethod
     def problem_type(cls) -> str:
         """The RFC 9457 ``type`` URI of this error class (``urn:mrecd:problem:<slug>``)."""
-        return PROBLEM_BASE + cls.slug
+        return _PROBLEM_BASE + cls.slug
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
@@ -272,8 +272,11 @@ class NotFound(MrecdError, KeyError):
 
 
 class RecordOutOfRange(NotFound, IndexError):
-    """A record (or frame) ordinal outside ``0 <= i < len``: a :class:`NotFound` and an
-    ``IndexError``, so ``for``-style and lookup-style callers both catch it."""
+    """A record (or frame) ordinal outside ``0 <= i < len``.
+
+    Both a :class:`NotFound` and an ``IndexError``, so that lookup-style and
+    sequence-style callers both catch it.
+    """
 
     slug = "out-of-range"
     title = "Ordinal out of range"

@@ -29,9 +29,13 @@ __all__ = ["FrameSlice", "Readable", "TrajectoryLike"]
 class Readable(Protocol):
     """What a :class:`FrameSlice` reads from: ``len`` and ``read(i)``."""
 
-    def __len__(self) -> int: ...
+    def __len__(self) -> int:
+        """The number of frames."""
+        ...
 
-    def read(self, i: int) -> Frame: ...
+    def read(self, i: int) -> Frame:
+        """Frame ``i``, ``0 <= i < len``."""
+        ...
 
 
 @runtime_checkable
