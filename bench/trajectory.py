@@ -23,7 +23,8 @@ import numpy as np
 import mrecd
 from mrecd.api._trajectory import create_trajectory, open_trajectory
 from mrecd.bindings.zarr import _shard
-from mrecd.bindings.zarr._tree import DirTree
+from mrecd.bindings.zarr._tree import Tree
+from mrecd.storage import DirectoryStore
 
 N_ATOMS = 3000
 BOX = 40.0
@@ -343,7 +344,7 @@ def _bytes_read(root: Path, n: int, i: int) -> list[str]:
     chunk_bytes = 0
     for c in "xyz":
         meta = json.loads((root / "trajectory" / "atoms" / c / "zarr.json").read_text())
-        arr = _shard.ArrayReader(DirTree(root / "trajectory" / "atoms" / c), "", meta)
+        arr = _shard.ArrayReader(Tree(DirectoryStore(root / "trajectory" / "atoms" / c)), "", meta)
         index = arr._shard_index(i * N_ATOMS // arr.outer_rows)
         assert index is not None
         chunk_bytes += int(index[(i * N_ATOMS // arr.inner_rows) % arr.per_shard, 1])

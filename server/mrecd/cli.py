@@ -4,6 +4,9 @@ Subcommands::
 
     mrecd pack <dir.mrec> [-o file.mrec.zip] [--force]
     mrecd validate <path>
+    mrecd forcefield import FILE [FILE...] (-o TARGET | --print) [--catalog ROOT]
+    mrecd push <path.mrec[.zip]> <url> [--name N] [--overwrite] [--quiet]
+    mrecd pull <url>/<name.mrec[.zip]> <path> [--overwrite] [--quiet]
 
 Exit status: 0 on success (``validate``: the record is clean), 1 when
 ``validate`` found violations, 2 for a usage error or a refused operation.
@@ -12,18 +15,22 @@ Exit status: 0 on success (``validate``: the record is clean), 1 when
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
-from . import api
-from .errors import MrecdError
+from . import api, storage
+from .errors import AlreadyExists, InvalidRecord, MrecdError
+from .forcefield import ForceField, from_gromacs_top, from_openmm_xml
 
 __all__ = ["main"]
 
 
 def _pack(args: argparse.Namespace) -> int:
     dest = api.pack_record(args.source, args.output, overwrite=args.force)
-    print(dest)
+    print(os.fspath(dest))
     return 0
 
 
@@ -36,6 +43,128 @@ def _validate(args: argparse.Namespace) -> int:
         return 1
     print(f"{args.path}: ok", file=sys.stderr)
     return 0
+
+
+_GROMACS_SUFFIXES = (".top", ".itp")
+
+
+def _translate(args: argparse.Namespace) -> ForceField:
+    files: list[str] = args.files
+    gromacs = [f for f in files if f.endswith(_GROMACS_SUFFIXES)]
+    if not gromacs:
+        return from_openmm_xml(
+            files,
+            name=args.name,
+            ignore_scripts=args.ignore_scripts,
+            charmm_pi_impropers=args.charmm_pi_impropers,
+        )
+    if len(files) > 1:
+        raise InvalidRecord(
+            "a GROMACS topology is imported alone (its #include lines bring in the rest)",
+            path=", ".join(files),
+        )
+    return from_gromacs_top(files[0], name=args.name)
+
+
+def _attach(ff: ForceField, target: str, catalog: str | None) -> str:
+    """Write ``ff`` into the record or collection ``target``; returns what was written."""
+    if catalog is not None:
+        cat = api.open(catalog)
+        if target in cat:
+            with cat.record(target, "r+") as record:
+                record.write_forcefield(ff)
+            return f"{catalog}: record {target} (force field replaced)"
+        cat.create_record(target, forcefield=ff).close()
+        return f"{catalog}: record {target} (created as a force-field package)"
+    if target.endswith(".mrec.lmdb"):
+        if os.path.exists(target):
+            # The binding fixes a collection's ff when it is created; replacing
+            # it under committed records is a storage-layer change, not an import.
+            raise AlreadyExists(
+                "a collection's force field is set when the collection is created; this one"
+                " exists (import into a new *.mrec.lmdb path)",
+                path=target,
+            )
+        api.create_collection(target, meta={"units": ff.units}, forcefield=ff).close()
+        return f"{target} (collection created with the force field)"
+    if Path(target).exists():
+        with api.open_record(target, "r+") as record:
+            record.write_forcefield(ff)
+        return f"{target} (force field replaced)"
+    api.create_record(target, forcefield=ff).close()
+    return f"{target} (created as a force-field package)"
+
+
+def _forcefield_import(args: argparse.Namespace) -> int:
+    if args.output is None and not args.print:
+        raise InvalidRecord("give -o TARGET, --print, or both", path="forcefield import")
+    ff = _translate(args)
+    if args.print:
+        json.dump(ff.to_dict(), sys.stdout, allow_nan=False)
+        sys.stdout.write("\n")
+    if args.output is not None:
+        print(f"wrote {_attach(ff, args.output, args.catalog)}", file=sys.stderr)
+    return 0
+
+
+def _forcefield_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    group = commands.add_parser("forcefield", help="force-field sections")
+    actions = group.add_subparsers(dest="action", required=True, metavar="ACTION")
+    imp = actions.add_parser(
+        "import",
+        help="translate OpenMM XML (*.xml) or a GROMACS topology (*.top, *.itp) and attach it",
+    )
+    imp.add_argument("files", nargs="+", metavar="FILE", help="the force-field file(s)")
+    imp.add_argument(
+        "-o",
+        "--output",
+        metavar="TARGET",
+        help="a record (<stem>.mrec, created when absent) or a new collection (<name>.mrec.lmdb)",
+    )
+    imp.add_argument("--catalog", metavar="ROOT", help="TARGET is a record name in this catalog")
+    imp.add_argument("--print", action="store_true", help="write the JSON document to stdout")
+    imp.add_argument("--name", help="the force field's name (default: from the files)")
+    imp.add_argument(
+        "--ignore-scripts",
+        action="store_true",
+        help="skip OpenMM <Script>/<InitializationScript> elements instead of refusing",
+    )
+    imp.add_argument(
+        "--charmm-pi-impropers",
+        action="store_true",
+        help="store k*(theta-theta0)^2 impropers with theta0 = pi as chi0 = 180 degrees",
+    )
+    imp.set_defaults(run=_forcefield_import)
+
+
+def _push(args: argparse.Namespace) -> int:
+    url = storage.push(
+        args.source, args.url, name=args.name, progress=not args.quiet, overwrite=args.overwrite
+    )
+    print(url)
+    return 0
+
+
+def _pull(args: argparse.Namespace) -> int:
+    path = storage.pull(args.url, args.dest, progress=not args.quiet, overwrite=args.overwrite)
+    print(path)
+    return 0
+
+
+def _add_transfer(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    push = commands.add_parser(
+        "push", help="copy a closed record to a store (s3://bucket/prefix, gs://, az://, a path)"
+    )
+    push.add_argument("source", help="the record (<stem>.mrec or <stem>.mrec.zip)")
+    push.add_argument("url", help="where records live, e.g. s3://bucket/lab")
+    push.add_argument("--name", help="the record's name there (default: its stem)")
+    pull = commands.add_parser("pull", help="copy a record from a store to a local path")
+    pull.add_argument("url", help="the record, e.g. s3://bucket/lab/run-42.mrec")
+    pull.add_argument("dest", help="the local record path, or a directory to put it in")
+    for command, run in ((push, _push), (pull, _pull)):
+        command.add_argument("--overwrite", action="store_true", help="replace a record there")
+        command.add_argument("--quiet", action="store_true", help="no progress bar")
+        command.set_defaults(run=run)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,6 +182,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("path", help="the record (<stem>.mrec or <stem>.mrec.zip)")
     validate.set_defaults(run=_validate)
+    _forcefield_parser(commands)
+    _add_transfer(commands)
     return parser
 
 
@@ -62,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     run: Callable[[argparse.Namespace], int] = args.run
     try:
         return run(args)
-    except MrecdError as exc:
+    except (MrecdError, OSError) as exc:
         print(f"mrecd {args.command}: {exc}", file=sys.stderr)
         return 2
 

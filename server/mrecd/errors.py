@@ -11,13 +11,16 @@ a caller would catch (in parentheses)::
     ├── InvalidRecord (ValueError)              422  invalid-record       Invalid record
     │   ├── FrameBytesError                     400  invalid-frame-bytes  Invalid frame bytes
     │   ├── UnsupportedVersion                  422  unsupported-version  Unsupported version
-    │   └── StepOrderError                      409  step-order           Step out of order
+    │   ├── StepOrderError                      409  step-order           Step out of order
+    │   └── AmbiguousLookup                     422  ambiguous-lookup     Ambiguous lookup
     ├── NotFound (KeyError)                     404  not-found            Not found
     │   └── RecordOutOfRange (IndexError)       404  out-of-range         Ordinal out of range
     ├── AlreadyExists (FileExistsError)         409  already-exists       Already exists
     ├── PreconditionFailed                      412  precondition-failed  Precondition failed
     ├── ReadOnlyError (PermissionError)         405  read-only            Read-only
+    ├── PermissionDenied (PermissionError)      403  permission-denied    Permission denied
     └── RetryableError                          503  unavailable          Service unavailable
+        ├── StoreUnavailable                    503  store-unavailable    Store unavailable
         └── WriterBusy                          409  writer-busy          Writer busy
 
 When each is raised:
@@ -26,12 +29,15 @@ When each is raised:
 - ``FrameBytesError``: MRF1 bytes that cannot be decoded.
 - ``UnsupportedVersion``: ``molrec_version`` / ``layout_version`` out of range.
 - ``StepOrderError``: a trajectory step that repeats or decreases.
+- ``AmbiguousLookup``: a force-field short lookup ``result[key]`` that several rows answer.
 - ``NotFound``: no such record, collection, key or force-field lookup.
 - ``RecordOutOfRange``: a record (or frame) ordinal outside ``0 <= i < len``.
 - ``AlreadyExists``: creation of a name that exists.
 - ``PreconditionFailed``: a conditional write on a stale state (``nstep``, ETag).
 - ``ReadOnlyError``: a write to a packed or read-only store.
+- ``PermissionDenied``: the object store refused the credentials.
 - ``RetryableError``: transient (transport, 429, 503); the request may be sent again.
+- ``StoreUnavailable``: the object store failed or could not be reached, after its retries.
 - ``WriterBusy``: another writer holds the trajectory.
 
 Messages name the field (``path``) and the rule broken.
@@ -47,15 +53,18 @@ from typing import Any, ClassVar, Final
 
 __all__ = [
     "AlreadyExists",
+    "AmbiguousLookup",
     "FrameBytesError",
     "InvalidRecord",
     "MrecdError",
     "NotFound",
+    "PermissionDenied",
     "PreconditionFailed",
     "ReadOnlyError",
     "RecordOutOfRange",
     "RetryableError",
     "StepOrderError",
+    "StoreUnavailable",
     "UnsupportedVersion",
     "WriterBusy",
     "error_for_problem",
@@ -260,6 +269,17 @@ class StepOrderError(InvalidRecord):
     title = "Step out of order"
 
 
+class AmbiguousLookup(InvalidRecord):
+    """The short form ``result[key]`` asked of an answer where several rows state ``key``.
+
+    The detailed form (``rows``, ``terms``, ``matches``) still holds every
+    answer; name a ``style`` in the lookup to get one.
+    """
+
+    slug = "ambiguous-lookup"
+    title = "Ambiguous lookup"
+
+
 class NotFound(MrecdError, KeyError):
     """No record, collection, section, key or force-field entry of that name."""
 
@@ -330,6 +350,14 @@ class ReadOnlyError(MrecdError, PermissionError):
     title = "Read-only"
 
 
+class PermissionDenied(MrecdError, PermissionError):
+    """The object store refused the request: missing, wrong or insufficient credentials."""
+
+    status = 403
+    slug = "permission-denied"
+    title = "Permission denied"
+
+
 class RetryableError(MrecdError):
     """A transient failure; the same request may be sent again."""
 
@@ -344,3 +372,10 @@ class WriterBusy(RetryableError):
     status = 409
     slug = "writer-busy"
     title = "Writer busy"
+
+
+class StoreUnavailable(RetryableError):
+    """The object store failed (5xx, dropped connection, timeout) after its own retries."""
+
+    slug = "store-unavailable"
+    title = "Store unavailable"

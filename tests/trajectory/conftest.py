@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,15 @@ import pytest
 
 import mrecd
 from mrecd.api._trajectory import Trajectory, create_trajectory, open_trajectory
+from mrecd.storage import Location, drop_memory_store, memory_store
 
 
-def make_root(path: Path) -> Path:
-    """A minimal record root (root group + stamped meta) to hang a trajectory on."""
+def make_root(path: Any) -> Any:
+    """A minimal record root (root group + stamped meta) to hang a trajectory on.
+
+    ``path`` is a :class:`~pathlib.Path` or a :class:`~mrecd.storage.Location`
+    (both take the same calls).
+    """
     path.mkdir(parents=True)
     (path / "zarr.json").write_text('{"zarr_format":3,"node_type":"group","attributes":{}}')
     (path / "meta").mkdir()
@@ -25,9 +31,17 @@ def make_root(path: Path) -> Path:
     return path
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    return make_root(tmp_path / "run.mrec")
+@pytest.fixture(params=["directory", "memory"])
+def root(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """A record root on a directory (a Path) and in a memory store (a Location)."""
+    if request.param == "directory" or request.node.get_closest_marker("directory_only"):
+        if request.param == "memory":
+            pytest.skip("inspects or damages files directly: directory only")
+        yield make_root(tmp_path / "run.mrec")
+        return
+    name = uuid.uuid4().hex
+    yield make_root(Location(memory_store(name), "run.mrec"))
+    drop_memory_store(name)
 
 
 @pytest.fixture
@@ -71,3 +85,12 @@ def xyz_declaration(precision: float | None = None, **meta: Any) -> dict[str, An
 def frame(step: int, **kwargs: Any) -> mrecd.Frame:
     blocks = kwargs.pop("blocks", {})
     return mrecd.Frame(blocks, step=step, **kwargs)
+
+
+def zs(path: Any) -> Any:
+    """What zarr-python opens for ``path``: the path string, or an adapter over a Location."""
+    if isinstance(path, Location):
+        from mrecd.bindings.zarr._zarr_store import ZarrAdapter
+
+        return ZarrAdapter(path.as_store())
+    return str(path)

@@ -51,6 +51,7 @@ def test_flush_cadence() -> None:
     assert flush_every(72000, 1) == 59  # 3000 atoms x 3 f64
 
 
+@pytest.mark.directory_only
 def test_shard_index_fits_one_page(root: Path) -> None:
     assert 16 * MAX_CHUNKS_PER_SHARD + 4 <= 4096
     traj = open_trajectory(root)

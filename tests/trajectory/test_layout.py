@@ -13,11 +13,11 @@ import zarr
 import mrecd
 from mrecd.api._trajectory import open_trajectory
 
-from .conftest import atoms, attrs, frame, u64, xyz_declaration
+from .conftest import atoms, attrs, frame, u64, xyz_declaration, zs
 
 
 def zarr_values(path: Path) -> list[object]:
-    return zarr.open_array(str(path), mode="r")[:].tolist()
+    return zarr.open_array(zs(path), mode="r")[:].tolist()
 
 
 def children(path: Path) -> set[str]:
@@ -129,7 +129,7 @@ def test_changing_topology_reaction(root: Path, new_trajectory) -> None:
         assert "uniform_rows" not in attrs(tr / name)
     assert zarr_values(tr / "insertions" / "atomi") == [4]
     assert zarr_values(tr / "box" / "step_index") == [0, 4]
-    assert zarr.open_array(str(tr / "box" / "vectors")).shape == (2, 3, 3)
+    assert zarr.open_array(zs(tr / "box" / "vectors")).shape == (2, 3, 3)
     assert attrs(tr / "box") == {}
     table = {
         0: ((0, 4), (0, 2), (0, 4), None, 12.0),
@@ -138,7 +138,7 @@ def test_changing_topology_reaction(root: Path, new_trajectory) -> None:
         3: ((12, 17), (2, 5), (8, 13), (0, 1), 12.0),
         4: ((17, 22), (2, 5), (8, 13), (1, 1), 12.25),
     }
-    all_x = zarr.open_array(str(tr / "atoms" / "x"))[:]
+    all_x = zarr.open_array(zs(tr / "atoms" / "x"))[:]
     reader = open_trajectory(root)
     for i, (a, b, t, ins, box) in table.items():
         f = reader[i]
@@ -287,7 +287,7 @@ def test_fixed_cell_migrates_to_arrays(root: Path, new_trajectory) -> None:
     box = root / "trajectory" / "box"
     assert attrs(box) == {}
     assert zarr_values(box / "step_index") == [0, 4]
-    assert zarr.open_array(str(box / "vectors")).shape == (2, 3, 3)
+    assert zarr.open_array(zs(box / "vectors")).shape == (2, 3, 3)
     assert not (box / "origin").exists() and not (box / "boundary").exists()
     reader = open_trajectory(root)
     assert [reader[i].box.vectors[0, 0] for i in range(5)] == [12.0] * 4 + [12.25]
@@ -425,7 +425,7 @@ def test_bitwise_comparison_after_rounding(root: Path, new_trajectory) -> None:
     traj.append(frame(3, blocks={"atoms": {**base, "x": np.array([-0.0, np.nan])}}))
     traj.close()
     assert zarr_values(root / "trajectory" / "atoms" / "step_index") == [0, 3]
-    stored_y = zarr.open_array(str(root / "trajectory" / "atoms" / "y"))[:]
+    stored_y = zarr.open_array(zs(root / "trajectory" / "atoms" / "y"))[:]
     assert np.all(stored_y == mrecd.quantize(stored_y, 1e-3))
 
 
@@ -467,8 +467,8 @@ def test_meta_fills_and_vectors(root: Path, new_trajectory) -> None:
     traj.close()
     tr = root / "trajectory" / "meta"
     assert attrs(tr / "stress") == {"meta_dtype": "f64x6"}
-    assert zarr.open_array(str(tr / "stress")).shape == (2, 6)
-    assert zarr.open_array(str(tr / "n")).dtype == np.int32
+    assert zarr.open_array(zs(tr / "stress")).shape == (2, 6)
+    assert zarr.open_array(zs(tr / "n")).dtype == np.int32
     assert zarr_values(tr / "info") == ['{"a":[1]}', "null"]
     reader = open_trajectory(root)
     f0, f1 = reader[0], reader[1]
@@ -582,4 +582,4 @@ def test_trailing_shapes_and_every_dtype(root: Path, new_trajectory) -> None:
             assert back[name].values.tolist() == values.tolist()
         else:
             assert back[name].values.tobytes() == values.tobytes()
-        assert zarr.open_array(str(root / "trajectory" / "b" / name)).shape == (3, 2)
+        assert zarr.open_array(zs(root / "trajectory" / "b" / name)).shape == (3, 2)

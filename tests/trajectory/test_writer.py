@@ -17,9 +17,10 @@ import zarr
 import mrecd
 from mrecd.api._trajectory import Trajectory, create_trajectory, open_trajectory
 from mrecd.bindings.zarr import _shard
-from mrecd.bindings.zarr._tree import DirTree
+from mrecd.bindings.zarr._tree import Tree
+from mrecd.storage import DirectoryStore
 
-from .conftest import atoms, attrs, frame, make_root, u64, write_attrs, xyz_declaration
+from .conftest import atoms, attrs, frame, make_root, u64, write_attrs, xyz_declaration, zs
 
 
 def snapshot(path: Path) -> dict[str, bytes]:
@@ -56,6 +57,7 @@ def test_default_k_follows_the_spec_formula(root: Path) -> None:
     traj.close()
 
 
+@pytest.mark.directory_only
 def test_refused_frame_changes_nothing(root: Path) -> None:
     traj = open_trajectory(root)
     traj.append(frame(0, blocks={"atoms": atoms(2)}, meta={"pe": 1.0}))
@@ -96,6 +98,7 @@ def test_extend_is_all_or_nothing(root: Path) -> None:
     assert [f.step for f in open_trajectory(root)] == [0, 1, 2]
 
 
+@pytest.mark.directory_only
 def test_one_writer_at_a_time(root: Path) -> None:
     first = open_trajectory(root)
     first.append(frame(0, blocks={"atoms": atoms(2)}))
@@ -143,16 +146,16 @@ def test_reopen_trims_uncommitted_tail(root: Path) -> None:
     committed = json.loads((root / "trajectory" / "zarr.json").read_text())
     traj.append(frame(2, blocks={"atoms": atoms(4, 2)}))
     traj.close()
-    assert zarr.open_array(str(root / "trajectory" / "atoms" / "x")).shape == (12,)
+    assert zarr.open_array(zs(root / "trajectory" / "atoms" / "x")).shape == (12,)
     (root / "trajectory" / "zarr.json").write_text(
         json.dumps(committed)
     )  # the nstep replace never happened
     again = open_trajectory(root)
     assert len(again) == 2
     again.append(frame(2, blocks={"atoms": atoms(4, 7)}))  # the tail is trimmed before appending
-    assert zarr.open_array(str(root / "trajectory" / "atoms" / "x")).shape == (8,)
+    assert zarr.open_array(zs(root / "trajectory" / "atoms" / "x")).shape == (8,)
     again.close()
-    assert zarr.open_array(str(root / "trajectory" / "atoms" / "x")).shape == (12,)
+    assert zarr.open_array(zs(root / "trajectory" / "atoms" / "x")).shape == (12,)
     np.testing.assert_array_equal(open_trajectory(root)[2]["atoms"]["x"].values, atoms(4, 7)["x"])
 
 
@@ -309,6 +312,7 @@ def test_projection_reads_only_those_arrays(root: Path) -> None:
     np.testing.assert_array_equal(f["atoms"]["x"].values, atoms(5, 2)["x"])
 
 
+@pytest.mark.directory_only
 def test_frame_read_touches_only_its_chunks(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Frame i reads the shard index and the chunks holding its rows, never a whole column."""
     traj = open_trajectory(root, flush_every=500)
@@ -340,6 +344,7 @@ def test_frame_read_touches_only_its_chunks(root: Path, monkeypatch: pytest.Monk
     assert sum(reads) < column_bytes / 10
 
 
+@pytest.mark.directory_only
 def test_every_array_reads_back_through_zarr_python_and_zarrs(root: Path) -> None:
     declaration = {
         "blocks": {
@@ -395,10 +400,12 @@ def test_every_array_reads_back_through_zarr_python_and_zarrs(root: Path) -> Non
     )
     assert len(arrays) > 15
     for path in arrays:
-        plain = zarr.open_array(str(path), mode="r")[:]
+        plain = zarr.open_array(zs(path), mode="r")[:]
         with zarr.config.set({"codec_pipeline.path": "zarrs.ZarrsCodecPipeline"}):
-            rust = zarr.open_array(str(path), mode="r")[:]
-        mine = _shard.ArrayReader(DirTree(path), "", json.loads((path / "zarr.json").read_text()))
+            rust = zarr.open_array(zs(path), mode="r")[:]
+        mine = _shard.ArrayReader(
+            Tree(DirectoryStore(path)), "", json.loads((path / "zarr.json").read_text())
+        )
         ours = mine.read(0, mine.shape[0])
         if plain.dtype.kind in "OTU":
             assert plain.tolist() == rust.tolist() == ours.tolist(), path

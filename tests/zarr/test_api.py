@@ -35,7 +35,7 @@ def test_create_stamps_version_over_the_producers(tmp_path: Path) -> None:
 def test_create_returns_an_open_writable_record(tmp_path: Path) -> None:
     with mrecd.create_record(tmp_path / "a.mrec", frame=water_frame()) as record:
         assert not record.read_only
-        assert record.path == tmp_path / "a.mrec"
+        assert record.local_path == str(tmp_path / "a.mrec") and record.name == "a"
         assert record.sections == ["frame", "meta"]
         assert record.molrec_version == 2
         assert record.system is None and record.forcefield is None
@@ -80,6 +80,14 @@ def test_create_refuses_a_record_without_a_substantive_section(
     tmp_path: Path, kwargs: dict[str, Any]
 ) -> None:
     path = tmp_path / "e.mrec"
+    if "method" not in kwargs:  # a name (and meta) alone: an unborn record, nothing on disk
+        record = mrecd.create_record(path, **kwargs)
+        assert not record.exists and record.sections == [] and listing(tmp_path) == []
+        with pytest.raises(mrecd.InvalidRecord, match=r"record\.md §2"):
+            record.write_method({"type": "ml", "description": "fit", "engine": {"name": "x"}})
+        record.close()
+        assert listing(tmp_path) == []
+        return
     with pytest.raises(mrecd.InvalidRecord, match=r"record\.md §2"):
         mrecd.create_record(path, **kwargs)
     assert listing(tmp_path) == []
@@ -241,6 +249,9 @@ def test_open_missing_path_is_not_found(tmp_path: Path) -> None:
 
 def test_open_a_directory_without_zarr_json_is_not_a_record(tmp_path: Path) -> None:
     (tmp_path / "water.mrec").mkdir()
+    with pytest.raises(mrecd.NotFound):  # an empty directory holds no object at all
+        mrecd.open_record(tmp_path / "water.mrec")
+    (tmp_path / "water.mrec" / "stray.txt").write_text("x")
     with pytest.raises(mrecd.InvalidRecord, match=r"no zarr\.json"):
         mrecd.open_record(tmp_path / "water.mrec")
 

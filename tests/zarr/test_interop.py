@@ -103,7 +103,7 @@ def test_zarrs_pipeline_reads_every_array_bit_for_bit(tmp_path: Path) -> None:
 def test_plain_zarr_python_reads_a_packed_record_in_place(tmp_path: Path) -> None:
     path, expected = rich_record(tmp_path)
     packed = mrecd.pack_record(path)
-    store = zarr.storage.ZipStore(packed, mode="r")
+    store = zarr.storage.ZipStore(Path(packed), mode="r")
     try:
         group = zarr.open_group(store, mode="r")
         found = {p: n for p, n in group.members(max_depth=None) if isinstance(n, zarr.Array)}

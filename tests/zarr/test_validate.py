@@ -131,9 +131,11 @@ def test_missing_meta_is_reported(water: Path) -> None:
 
 def test_not_a_record(tmp_path: Path) -> None:
     (tmp_path / "a.mrec").mkdir()
+    (tmp_path / "a.mrec" / "stray.txt").write_text("x")
     violations = mrecd.validate_record(tmp_path / "a.mrec")
     assert len(violations) == 1 and violations[0].rule == "storage.md §1"
     (tmp_path / "b.zarr").mkdir()
+    (tmp_path / "b.zarr" / "zarr.json").write_text("{}")
     assert mrecd.validate_record(tmp_path / "b.zarr")[0].rule == "storage.md §1"
     with pytest.raises(mrecd.NotFound):
         mrecd.validate_record(tmp_path / "none.mrec")

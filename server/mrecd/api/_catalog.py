@@ -1,25 +1,25 @@
-"""The catalog: many records in one root, ``<root>/<name>.mrec`` (and packed ``<name>.mrec.zip``).
+"""The catalog: many records in one store, ``<name>.mrec`` (and packed ``<name>.mrec.zip``).
 
-``mrecd.open(url)`` returns a :class:`Catalog`. Only local roots (a path or a
-``file://`` URL) exist so far; object storage comes later. Collections will
-live beside records as ``<name>.mrec.lmdb``: the catalog never lists or
-touches those names.
+``mrecd.open(url)`` returns a :class:`Catalog` on any store of the seam: a
+path or ``file://`` URL (a directory), ``memory://name``, ``s3://bucket/prefix``,
+``gs://…``, ``az://…``. Collections live beside records as
+``<name>.mrec.lmdb`` files; LMDB needs a local file, so they exist on stores
+with a local directory (a directory, and a memory store's scratch directory).
 """
 
 from __future__ import annotations
 
 import re
-import shutil
-import tempfile
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import unquote, urlsplit
 
 from ..bindings.zarr._layout import BRAND, ZIP_BRAND
-from ..errors import AlreadyExists, InvalidRecord, NotFound
+from ..errors import AlreadyExists, InvalidRecord, NotFound, ReadOnlyError
 from ..forcefield import ForceField
 from ..model import Declaration, Frame
+from ..storage import Location, Store, open_store
 from ._collection import Collection, create_collection, open_collection
 from ._record import Mode, StoredRecord, create_record, open_record, pack_record
 
@@ -55,44 +55,33 @@ def check_record_name(name: object) -> str:
     return name
 
 
-def _root_of(url: str | PathLike[str]) -> Path:
-    if not isinstance(url, str):
-        return Path(url)
-    parts = urlsplit(url)
-    if len(parts.scheme) <= 1:  # a bare path (a one-letter scheme would be a drive letter)
-        return Path(url)
-    if parts.scheme != "file":
-        raise InvalidRecord(
-            f"catalog URL scheme {parts.scheme!r} is not supported yet; use a path or a"
-            " file:// URL",
-            path=url,
-        )
-    if parts.netloc not in ("", "localhost"):
-        raise InvalidRecord(f"file:// URL names a remote host {parts.netloc!r}", path=url)
-    return Path(unquote(parts.path))
-
-
 class Catalog:
-    """Records stored side by side in one root directory, addressed by name.
+    """Records stored side by side in one store, addressed by name.
 
     Parameters
     ----------
-    root
-        The directory holding ``<name>.mrec`` records.
+    store
+        The store holding ``<name>.mrec`` records.
     """
 
-    def __init__(self, root: Path) -> None:
-        self._root = root
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._root = Location(store)
 
     @property
-    def root(self) -> Path:
-        """The directory holding the records."""
-        return self._root
+    def url(self) -> str:
+        """The catalog's store URL (what :func:`mrecd.open` was given, normalised)."""
+        return self._store.url
 
-    def _live(self, name: str) -> Path:
+    @property
+    def local_path(self) -> str | None:
+        """Escape hatch: the local root directory, or ``None`` for memory and object storage."""
+        return None if self._store.url.startswith("memory:") else self._store.local_directory()
+
+    def _live(self, name: str) -> Location:
         return self._root / f"{check_record_name(name)}{BRAND}"
 
-    def _packed(self, name: str) -> Path:
+    def _packed(self, name: str) -> Location:
         return self._root / f"{check_record_name(name)}{ZIP_BRAND}"
 
     def create_record(
@@ -107,8 +96,12 @@ class Catalog:
         status: Mapping[str, Any] | None = None,
         method: Mapping[str, Any] | None = None,
         overwrite: bool = False,
+        exist_ok: bool = False,
     ) -> StoredRecord:
         """Create record ``name`` (keywords as :func:`mrecd.create_record`) and open it ``r+``.
+
+        ``create_record(name)`` alone starts a run whose first appended frames
+        declare the trajectory; ``exist_ok=True`` opens the record if it exists.
 
         Raises
         ------
@@ -118,7 +111,9 @@ class Catalog:
             A record of that name exists, live or packed (unless ``overwrite``).
         """
         live = self._live(name)
-        if self._packed(name).exists() and not overwrite:
+        if self._packed(name).is_file() and not overwrite:
+            if exist_ok:
+                return open_record(self._packed(name), "r+")
             raise AlreadyExists(f"record {name!r} exists (packed)", path=name)
         return create_record(
             live,
@@ -130,6 +125,7 @@ class Catalog:
             status=status,
             method=method,
             overwrite=overwrite,
+            exist_ok=exist_ok,
         )
 
     def record(self, name: str, mode: Mode = "r") -> StoredRecord:
@@ -141,29 +137,30 @@ class Catalog:
             No record of that name.
         """
         live = self._live(name)
-        if live.exists():
+        if (live / "zarr.json").is_file():
             return open_record(live, mode)
         packed = self._packed(name)
-        if packed.exists():
+        if packed.is_file():
             return open_record(packed, mode)
         raise NotFound(f"no record named {name!r}", path=name)
 
     def records(self, prefix: str | None = None) -> list[str]:
         """Sorted names of the records (live or packed) that start with ``prefix``."""
-        if not self._root.is_dir():
-            return []
-        names: set[str] = set()
-        for entry in self._root.iterdir():
-            name = _record_name(entry)
-            if name is not None and (prefix is None or name.startswith(prefix)):
-                names.add(name)
-        return sorted(names)
+        dirs, files = self._store.list_dir("")
+        names = {n for d in dirs if (n := self._live_name(d)) is not None}
+        names |= {n for f in files if (n := _stem(f, ZIP_BRAND)) is not None}
+        return sorted(n for n in names if prefix is None or n.startswith(prefix))
+
+    def _live_name(self, entry: str) -> str | None:
+        stem = _stem(entry, BRAND)
+        return stem if stem is not None and self._store.exists(f"{entry}/zarr.json") else None
 
     def __contains__(self, name: object) -> bool:
         try:
-            return self._live(str(name)).exists() or self._packed(str(name)).exists()
+            live, packed = self._live(str(name)), self._packed(str(name))
         except InvalidRecord:
             return False
+        return (live / "zarr.json").is_file() or packed.is_file()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.records())
@@ -177,30 +174,43 @@ class Catalog:
             No record of that name.
         """
         live, packed = self._live(name), self._packed(name)
-        if not live.exists() and not packed.exists():
+        if name not in self:
             raise NotFound(f"no record named {name!r}", path=name)
         if live.is_dir():
-            # rename first so the name disappears at once, then remove the bytes
-            trash = Path(
-                tempfile.mkdtemp(prefix=f".{live.name}.", suffix=".deleted", dir=self._root)
-            )
-            live.rename(trash / live.name)
-            shutil.rmtree(trash, ignore_errors=True)
+            # the root zarr.json goes first, so the name disappears at once; then the bytes
+            trash = f".{live.name}.{uuid.uuid4().hex[:12]}.deleted"
+            if self._store.atomic_rename:
+                self._store.rename(live.key, trash)
+            else:
+                self._store.delete((live / "zarr.json").key)
+                trash = live.key
+            self._store.delete_prefix(trash)
         packed.unlink(missing_ok=True)
 
     def pack(
-        self, name: str, dest: str | PathLike[str] | None = None, *, overwrite: bool = False
-    ) -> Path:
-        """Pack live record ``name`` into ``dest`` (default ``<root>/<name>.mrec.zip``)."""
+        self,
+        name: str,
+        dest: str | PathLike[str] | Location | None = None,
+        *,
+        overwrite: bool = False,
+    ) -> Location:
+        """Pack live record ``name`` into ``dest`` (default ``<name>.mrec.zip`` in the catalog)."""
         live = self._live(name)
-        if not live.is_dir():
+        if not (live / "zarr.json").is_file():
             raise NotFound(f"no live record named {name!r}", path=name)
         return pack_record(live, self._packed(name) if dest is None else dest, overwrite=overwrite)
 
     # -- collections (one *.mrec.lmdb file each) ---------------------------------------------
 
     def _collection_path(self, name: str) -> Path:
-        return self._root / f"{check_record_name(name)}.mrec.lmdb"
+        local = self._store.local_directory()
+        if local is None:
+            raise ReadOnlyError(
+                f"collections are LMDB files on a local disk; {self.url} has none (serve a"
+                " published snapshot instead)",
+                path=name,
+            )
+        return Path(local) / f"{check_record_name(name)}.mrec.lmdb"
 
     def create_collection(
         self,
@@ -242,10 +252,11 @@ class Catalog:
 
     def collections(self, prefix: str | None = None) -> list[str]:
         """Sorted names of the collections that start with ``prefix``."""
-        if not self._root.is_dir():
+        local = self._store.local_directory()
+        if local is None or not Path(local).is_dir():
             return []
         suffix = ".mrec.lmdb"
-        names = (e.name[: -len(suffix)] for e in self._root.iterdir() if e.name.endswith(suffix))
+        names = (e.name[: -len(suffix)] for e in Path(local).iterdir() if e.name.endswith(suffix))
         return sorted(n for n in names if prefix is None or n.startswith(prefix))
 
     def delete_collection(self, name: str) -> None:
@@ -257,47 +268,43 @@ class Catalog:
         Path(f"{path}-lock").unlink(missing_ok=True)
 
     def __repr__(self) -> str:
-        return f"Catalog({str(self._root)!r})"
+        return f"Catalog({self.url!r})"
 
 
-def _record_name(entry: Path) -> str | None:
-    """The record name ``entry`` stands for, or ``None`` (staging files, collections, others)."""
-    filename = entry.name
-    if filename.startswith("."):
-        return None
-    if filename.endswith(BRAND) and entry.is_dir() and (entry / "zarr.json").is_file():
-        stem = filename[: -len(BRAND)]
-    elif filename.endswith(ZIP_BRAND) and entry.is_file():
-        stem = filename[: -len(ZIP_BRAND)]
-    else:
+def _stem(entry: str, brand: str) -> str | None:
+    """The record name ``entry`` stands for with ``brand``, or ``None`` (others, unsafe names)."""
+    if not entry.endswith(brand) or entry.startswith("."):
         return None
     try:
-        return check_record_name(stem)
+        return check_record_name(entry[: -len(brand)])
     except InvalidRecord:
         return None
 
 
-def open_catalog(url: str | PathLike[str], *, create: bool = True) -> Catalog:
-    """Open the catalog rooted at ``url``: a path or a ``file://`` URL.
+def open_catalog(url: str | PathLike[str] | Store, *, create: bool = True) -> Catalog:
+    """Open the catalog at ``url``: a path, ``file://``, ``memory://name``, ``s3://bucket/prefix`` …
 
     Parameters
     ----------
     url
-        The root directory. Other schemes (``s3://`` ...) are refused for now.
+        Where the records live (or a :class:`~mrecd.storage.Store`).
     create
-        Make the root directory when it is missing; with ``False`` a missing
-        root raises :class:`~mrecd.NotFound`.
+        Make a missing local root directory; with ``False`` a missing
+        directory raises :class:`~mrecd.NotFound`.
 
     Raises
     ------
     InvalidRecord
-        An unsupported URL scheme, or a root that is a file.
+        An unsupported URL scheme, or a local root that is a file.
     """
-    root = _root_of(url)
-    if root.exists() and not root.is_dir():
-        raise InvalidRecord("the catalog root is a file, not a directory", path=str(root))
-    if not root.exists():
-        if not create:
-            raise NotFound("no catalog root at this path", path=str(root))
-        root.mkdir(parents=True)
-    return Catalog(root)
+    store = open_store(url)
+    local = store.local_directory()
+    if local is not None and isinstance(url, (str, Path)) and not str(url).startswith("memory:"):
+        root = Path(local)
+        if root.exists() and not root.is_dir():
+            raise InvalidRecord("the catalog root is a file, not a directory", path=str(root))
+        if not root.exists():
+            if not create:
+                raise NotFound("no catalog root at this path", path=str(root))
+            root.mkdir(parents=True)
+    return Catalog(store)

@@ -8,7 +8,6 @@ record replaces one section and drops its cache.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -28,9 +27,11 @@ from ..bindings.zarr._record import (
     build_record,
     document_writer,
     frame_section_writer,
+    record_kind,
 )
+from ..bindings.zarr._trajectory_write import create_trajectory_group
 from ..bindings.zarr._tree import Tree
-from ..errors import InvalidRecord, ReadOnlyError
+from ..errors import AlreadyExists, InvalidRecord, ReadOnlyError
 from ..forcefield import ForceField
 from ..model import (
     MOLREC_VERSION,
@@ -44,6 +45,7 @@ from ..model import (
     check_status,
     stamp_meta,
 )
+from ..storage import Location, location_of
 from ._trajectory import Trajectory, create_trajectory, open_trajectory
 
 if TYPE_CHECKING:
@@ -153,11 +155,24 @@ class StoredRecord:
     Other sections, unknown ones included, are never touched.
     """
 
-    def __init__(self, store: RecordStore, *, read_only: bool, check_sections: bool = True) -> None:
-        self._store = store
+    def __init__(
+        self,
+        store: RecordStore | None,
+        *,
+        read_only: bool,
+        check_sections: bool = True,
+        unborn: tuple[Location, dict[str, Any]] | None = None,
+    ) -> None:
         self._read_only = read_only
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, Any] = {"status": None, "method": None}
         self._trajectory: Trajectory | None = None
+        if store is None:  # a record not on the store yet: its first write creates it
+            assert unborn is not None
+            self._location, self._meta = unborn
+            self._store: RecordStore | None = None
+            return
+        self._store = store
+        self._location = store.path
         try:
             self._meta = self._read_meta()
             for name, check in (("status", check_status), ("method", check_method)):
@@ -176,6 +191,7 @@ class StoredRecord:
             raise
 
     def _read_meta(self) -> dict[str, Any]:
+        assert self._store is not None
         document = self._store.document("meta")
         if document is None:  # a pre-version store: read as an empty document
             return {}
@@ -193,9 +209,28 @@ class StoredRecord:
     # -- identity ---------------------------------------------------------------------------
 
     @property
-    def path(self) -> Path:
-        """The ``*.mrec`` root directory, or the ``*.mrec.zip`` file."""
-        return self._store.path
+    def url(self) -> str:
+        """Where the record lives: its store URL and key (``file:///data/run-42.mrec``)."""
+        return str(self._location)
+
+    @property
+    def name(self) -> str:
+        """The record's name: the key without its ``.mrec`` / ``.mrec.zip`` brand."""
+        key = self._location.name
+        return key.removesuffix(".zip").removesuffix(".mrec")
+
+    @property
+    def local_path(self) -> str | None:
+        """Escape hatch: the local directory or zip file, or ``None`` off the file system."""
+        try:
+            return self._location.__fspath__()
+        except TypeError:
+            return None
+
+    @property
+    def exists(self) -> bool:
+        """Whether the record is on its store (``False`` until the first write of a new run)."""
+        return self._store is not None
 
     @property
     def read_only(self) -> bool:
@@ -216,12 +251,14 @@ class StoredRecord:
     @property
     def sections(self) -> list[str]:
         """Names of the root's sections, known and unknown, sorted."""
-        return sorted(self._store.sections())
+        return [] if self._store is None else sorted(self._store.sections())
 
     # -- sections ---------------------------------------------------------------------------
 
     def _parts(self, name: str) -> SectionParts | None:
         key = f"parts:{name}"
+        if self._store is None:
+            return None
         if key not in self._cache:
             self._cache[key] = self._store.section_parts(name, Sink())
         parts: SectionParts | None = self._cache[key]
@@ -280,8 +317,10 @@ class StoredRecord:
         return None if method is None else dict(method)
 
     @property
-    def tree(self) -> Tree:
-        """The record's node tree (directory or packed zip), read-only."""
+    def _tree(self) -> Tree:
+        """The record's node tree (directory or packed zip), for the trajectory and validator."""
+        if self._store is None:
+            return Tree(self._location.as_store())
         return self._store.tree
 
     @property
@@ -292,19 +331,45 @@ class StoredRecord:
         first ``append`` creates it, declaring what that frame presents.
         """
         if self._trajectory is None:
-            if self._read_only and self._store.node("trajectory") is None:
+            if self._read_only and (self._store is None or self._store.node("trajectory") is None):
                 return None
             self._trajectory = open_trajectory(self)
+            if self._store is None:
+                self._trajectory._birth = self._birth_with_trajectory
         return self._trajectory
+
+    def _birth(self, writers: list[tuple[str, SectionWriter]], hook: Any = None) -> None:
+        """Create the record on its store with its first content, then open it."""
+        build_record(self._location, stamp_meta(self._meta), writers, before_publish=hook)
+        self._store = RecordStore(self._location, writable=True)
+        self._meta = self._read_meta()
+
+    def _birth_with_trajectory(self, declaration: Declaration) -> None:
+        self._birth([], lambda root: create_trajectory_group(root, declaration))
 
     # -- writing ----------------------------------------------------------------------------
 
-    def _writable(self) -> RecordStore:
+    def _writable(self, content: tuple[str, SectionWriter] | None = None) -> RecordStore | None:
+        """The record's store for a write; ``None`` when ``content`` just created the record."""
         if self._read_only:
             raise ReadOnlyError(
-                "the record is open read-only; open it with mode='r+'", path=str(self.path)
+                "the record is open read-only; open it with mode='r+'", path=self.url
             )
+        if self._store is None and content is not None:
+            self._birth([content])
+            return None
         return self._store
+
+    def _written(self) -> RecordStore:
+        """The store of a record that exists; refuse a write that cannot create one."""
+        store = self._writable()
+        if store is None:
+            raise InvalidRecord(
+                "the record does not exist yet: write a substantive section (system, frame,"
+                " forcefield, status) or append a frame first (record.md §2)",
+                path=self.url,
+            )
+        return store
 
     def _stamp_if_needed(self) -> None:
         """Stamp an unstamped record before content of this version lands in it (record.md §4.1)."""
@@ -334,15 +399,18 @@ class StoredRecord:
         """Replace the ``meta`` document; ``molrec_version`` is stamped 2 over any given value."""
         store = self._writable()
         document = stamp_meta(meta)
-        store.replace_document("meta", document)
+        if store is not None:
+            store.replace_document("meta", document)
         self._meta = document
 
     def _write_frame_shaped(self, name: str, frame: Frame) -> None:
-        store = self._writable()
+        self._writable()
         frame = _as_frame(frame, name)
         self._check_rewrite_targets(name, frame.blocks)
-        self._stamp_if_needed()
-        store.replace_frame_shaped(name, typed_attributes(frame), frame.blocks, frame.box)
+        store = self._writable((name, _frame_writer(frame)))
+        if store is not None:
+            self._stamp_if_needed()
+            store.replace_frame_shaped(name, typed_attributes(frame), frame.blocks, frame.box)
         self._forget(name)
 
     def write_system(self, system: Frame) -> None:
@@ -355,25 +423,29 @@ class StoredRecord:
 
     def write_forcefield(self, forcefield: ForceField) -> None:
         """Replace (or add) the ``forcefield`` section (stored via ``ForceField.to_section``)."""
-        store = self._writable()
+        self._writable()
         ff = _as_forcefield(forcefield)
         document, tables = ff.to_section()
         self._check_rewrite_targets("forcefield", tables)
-        self._stamp_if_needed()
-        store.replace_frame_shaped("forcefield", document, tables, None)
+        store = self._writable(("forcefield", _forcefield_writer(ff)))
+        if store is not None:
+            self._stamp_if_needed()
+            store.replace_frame_shaped("forcefield", document, tables, None)
         self._forget("forcefield")
 
     def write_status(self, status: Mapping[str, Any]) -> None:
         """Replace (or add) the ``status`` document (``state`` required)."""
-        store = self._writable()
+        self._writable()
         document = check_status(status)
-        self._stamp_if_needed()
-        store.replace_document("status", document)
+        store = self._writable(("status", document_writer(document)))
+        if store is not None:
+            self._stamp_if_needed()
+            store.replace_document("status", document)
         self._cache["status"] = document
 
     def write_method(self, method: Mapping[str, Any]) -> None:
         """Replace (or add) the ``method`` document (``type``, ``description``, ``engine.name``)."""
-        store = self._writable()
+        store = self._written()
         document = check_method(method)
         self._stamp_if_needed()
         store.replace_document("method", document)
@@ -381,7 +453,7 @@ class StoredRecord:
 
     def delete_section(self, name: str) -> None:
         """Remove a root section (not ``meta``); refused if no substantive section would remain."""
-        store = self._writable()
+        store = self._written()
         if name == "meta":
             raise InvalidRecord("meta is always present (record.md §2)", path="meta")
         remaining = set(store.sections()) - {name}
@@ -400,7 +472,8 @@ class StoredRecord:
                 self._trajectory.close()
         finally:
             self._trajectory = None
-            self._store.close()
+            if self._store is not None:
+                self._store.close()
             self._cache.clear()
 
     def __enter__(self) -> StoredRecord:
@@ -416,13 +489,13 @@ class StoredRecord:
 
     def __repr__(self) -> str:
         mode = "r" if self._read_only else "r+"
-        return f"StoredRecord({str(self.path)!r}, mode={mode!r}, sections={self.sections})"
+        return f"StoredRecord({self.url!r}, mode={mode!r}, sections={self.sections})"
 
 
 # -- entry points ---------------------------------------------------------------------------------
 
 
-def open_record(path: str | PathLike[str], mode: Mode = "r") -> StoredRecord:
+def open_record(path: str | PathLike[str] | Location, mode: Mode = "r") -> StoredRecord:
     """Open the record at exactly ``path``: a ``*.mrec`` directory or a ``*.mrec.zip`` (read-only).
 
     Parameters
@@ -446,12 +519,12 @@ def open_record(path: str | PathLike[str], mode: Mode = "r") -> StoredRecord:
     """
     if mode not in ("r", "r+"):
         raise ValueError(f"mode must be 'r' or 'r+', not {mode!r}")
-    store = RecordStore(Path(path), writable=mode == "r+")
+    store = RecordStore(location_of(path, read_only=mode == "r"), writable=mode == "r+")
     return StoredRecord(store, read_only=mode == "r")
 
 
 def create_record(
-    path: str | PathLike[str],
+    path: str | PathLike[str] | Location,
     *,
     meta: Mapping[str, Any] | None = None,
     system: Frame | None = None,
@@ -461,6 +534,7 @@ def create_record(
     status: Mapping[str, Any] | None = None,
     method: Mapping[str, Any] | None = None,
     overwrite: bool = False,
+    exist_ok: bool = False,
 ) -> StoredRecord:
     """Create a record at exactly ``path`` (a ``*.mrec`` directory) and open it ``r+``.
 
@@ -486,16 +560,25 @@ def create_record(
         Documents (``status.state``; ``method.type``/``description``/``engine.name``).
     overwrite
         Replace an existing record at ``path`` (never a non-record path).
+    exist_ok
+        Open an existing record at ``path`` instead (the content arguments
+        are then not used): a restarted job continues its run.
+
+    With no substantive section (only a name, perhaps ``meta``) the record
+    is *unborn*: nothing is written until its first section write or first
+    ``trajectory.append``, which creates it whole (the first frames declare
+    the trajectory), so record.md §2 holds on the store at every moment.
 
     Raises
     ------
     InvalidRecord
-        Bad input, or no substantive section (frame, system, trajectory,
-        forcefield, status).
+        Bad input, or only a ``method`` document (it is not substantive).
     AlreadyExists
         ``path`` exists and ``overwrite`` is false (or it is not a record).
     """
-    path = Path(path)
+    path = location_of(path)
+    if exist_ok and not overwrite and (path / "zarr.json").is_file():
+        return open_record(path, "r+")
     meta_doc = stamp_meta(meta)
     system = None if system is None else _as_frame(system, "system")
     frame = None if frame is None else _as_frame(frame, "frame")
@@ -516,6 +599,8 @@ def create_record(
     }
     if declaration is not None:
         present.add("trajectory")
+    if not present and method_doc is None:
+        return _unborn(path, meta_doc, overwrite)
     StoredRecord._check_substantive(present)
     sections = _section_blocks(system, frame, ff)
     for name, blocks in sections.items():
@@ -536,10 +621,25 @@ def create_record(
     return open_record(path, "r+")
 
 
+def _unborn(path: Location, meta: dict[str, Any], overwrite: bool) -> StoredRecord:
+    """A record with a name and meta only: created by its first write (see create_record)."""
+    if record_kind(path) != "dir":
+        raise InvalidRecord("a record is created as a '.mrec' directory", path=str(path))
+    if path.exists():
+        if not overwrite:
+            raise AlreadyExists("a record already exists at this path", path=str(path))
+        if not (path / "zarr.json").is_file():
+            raise AlreadyExists(
+                "the path exists and is not a record; refusing to replace it", path=str(path)
+            )
+        path.store.delete_prefix(path.key)
+    return StoredRecord(None, read_only=False, unborn=(path, meta))
+
+
 def _trajectory_hook(declaration: Declaration) -> Any:
     """Create the trajectory section in the staged root, before it is published."""
 
-    def hook(root: Path) -> None:
+    def hook(root: Location) -> None:
         record = StoredRecord(
             RecordStore(root, writable=True), read_only=False, check_sections=False
         )
@@ -552,8 +652,11 @@ def _trajectory_hook(declaration: Declaration) -> Any:
 
 
 def pack_record(
-    source: str | PathLike[str], dest: str | PathLike[str] | None = None, *, overwrite: bool = False
-) -> Path:
+    source: str | PathLike[str] | Location,
+    dest: str | PathLike[str] | Location | None = None,
+    *,
+    overwrite: bool = False,
+) -> Location:
     """Pack the closed record directory ``source`` into a ``*.mrec.zip`` (chunking.md §7).
 
     Entries are stored (method 0), named relative to the root with ``/``,
@@ -567,4 +670,6 @@ def pack_record(
     AlreadyExists
         ``dest`` exists and ``overwrite`` is false.
     """
-    return pack_directory(Path(source), None if dest is None else Path(dest), overwrite=overwrite)
+    return pack_directory(
+        location_of(source), None if dest is None else location_of(dest), overwrite=overwrite
+    )

@@ -1,17 +1,16 @@
 """``Trajectory``: the local API of a record's trajectory section (read and append).
 
-One writer at a time per trajectory: the first write takes an exclusive
-``flock`` on the ``trajectory/`` directory (a second writer, in this process
-or another, gets :class:`~mrecd.errors.WriterBusy`). Any number of readers.
+One writer at a time per trajectory: the first write takes the store's
+writer lease on ``trajectory/`` (an ``flock`` on a directory, so a second
+writer in this process or another gets :class:`~mrecd.errors.WriterBusy`),
+and every commit replaces the marker conditionally on the ETag it last saw.
+Any number of readers.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
 import numpy as np
@@ -19,9 +18,10 @@ import numpy.typing as npt
 
 from ..bindings.zarr._trajectory_read import TrajectoryReader
 from ..bindings.zarr._trajectory_write import TrajectoryWriter, create_trajectory_group
-from ..bindings.zarr._tree import DirTree, Tree
-from ..errors import InvalidRecord, MrecdError, ReadOnlyError, WriterBusy
+from ..bindings.zarr._tree import Tree
+from ..errors import InvalidRecord, MrecdError, PreconditionFailed, ReadOnlyError
 from ..model import Block, Declaration, Frame
+from ..storage import Location, WriterLease, location_of
 from ._violations import Violation
 
 __all__ = [
@@ -33,14 +33,17 @@ __all__ = [
 ]
 
 
-def _root_of(record: Any) -> Path:
-    return Path(record.path if hasattr(record, "path") else record)
+def _root_of(record: Any) -> Location:
+    root = getattr(record, "_location", None)
+    if isinstance(root, Location):
+        return root
+    return location_of(getattr(record, "path", record))  # a duck-typed record, or a bare root
 
 
 def _tree_of(record: Any) -> Tree:
-    """The record's node tree (a directory or a packed zip); a bare path is a directory."""
-    tree = getattr(record, "tree", None)
-    return tree if isinstance(tree, Tree) else DirTree(_root_of(record))
+    """The record's node tree (a directory or a packed zip); a bare location is a live root."""
+    tree = getattr(record, "_tree", None)
+    return tree if isinstance(tree, Tree) else Tree(_root_of(record).as_store())
 
 
 def _sections_of(record: Any) -> tuple[dict[str, Block] | None, dict[str, Mapping[str, Block]]]:
@@ -68,7 +71,7 @@ class Trajectory(Sequence[Frame]):
 
     def __init__(
         self,
-        root: Path,
+        root: Location,
         *,
         tree: Tree | None = None,
         read_only: bool,
@@ -78,7 +81,7 @@ class Trajectory(Sequence[Frame]):
         molrec_version: int | None = None,
     ) -> None:
         self._root = root
-        self._tree = tree if tree is not None else DirTree(root)
+        self._tree = tree if tree is not None else Tree(root.as_store())
         self._path = root / "trajectory"
         self._read_only = read_only
         self._system = dict(system) if system is not None else None
@@ -87,7 +90,10 @@ class Trajectory(Sequence[Frame]):
         self._version = molrec_version
         self._reader: TrajectoryReader | None = None
         self._writer: TrajectoryWriter | None = None
-        self._lock_fd: int | None = None
+        self._lease: WriterLease | None = None
+        #: Set on the trajectory of an unborn record: creates the record on the first append.
+        self._birth: Callable[[Declaration], None] | None = None
+        self._closed_nstep: int | None = None
         self._mutex = threading.RLock()
         if self._tree.node("trajectory") is not None:
             self._reader = TrajectoryReader(self._tree, system=system)
@@ -95,9 +101,9 @@ class Trajectory(Sequence[Frame]):
     # -- state ---------------------------------------------------------------------------------
 
     @property
-    def path(self) -> Path:
-        """The ``trajectory/`` directory."""
-        return self._path
+    def url(self) -> str:
+        """Where the trajectory lives: ``<record url>/trajectory``."""
+        return str(self._path)
 
     @property
     def declaration(self) -> Declaration | None:
@@ -120,6 +126,8 @@ class Trajectory(Sequence[Frame]):
         with self._mutex:
             if self._writer is not None:
                 return self._writer.nstep + self._writer.pending
+            if self._closed_nstep is not None:
+                return self._closed_nstep
             return 0 if self._reader is None else self._reader.nstep
 
     def refresh(self) -> int:
@@ -213,20 +221,26 @@ class Trajectory(Sequence[Frame]):
         if self._writer is not None:
             return self._writer
         if self._read_only:
-            raise ReadOnlyError("the record is open read-only", path=str(self._path))
+            raise ReadOnlyError("the record is open read-only", path=self._path.key)
         if self._version == 1:
             raise ReadOnlyError(
                 "a version-1 trajectory is read, never appended to (record.md §4.1)",
-                path=str(self._path),
+                path=self._path.key,
             )
         if self._reader is None:
             if first is None:
                 raise InvalidRecord(
                     "no trajectory yet: append a frame or create it with a declaration"
                 )
-            create_trajectory_group(self._root, Declaration.from_frames([first]))
+            declaration = Declaration.from_frames([first])
+            if self._birth is not None:  # an unborn record: created whole, with this trajectory
+                self._birth(declaration)
+                self._birth = None
+            else:
+                create_trajectory_group(self._root, declaration)
             self._reader = TrajectoryReader(self._tree, system=self._system)
         self._lock()
+        self._closed_nstep = None
         try:
             self._writer = TrajectoryWriter(
                 self._root,
@@ -240,22 +254,49 @@ class Trajectory(Sequence[Frame]):
         self._reader.refresh()
         return self._writer
 
-    def append(self, frame: Frame) -> int:
+    def append(self, frame: Frame, *, expected_nstep: int | None = None) -> int:
         """Append one frame (with its ``step``; ``time`` when the run has times). Returns ``len``.
 
         The first frame of a record without a trajectory creates it, declaring
         what that frame presents. Refused frames change nothing.
+
+        Raises
+        ------
+        PreconditionFailed
+            ``expected_nstep`` is given and the trajectory is not at that
+            length (``.nstep`` on the error says where it is); nothing lands.
         """
         with self._mutex:
+            self._check_expected(expected_nstep)
             return self._writer_for(frame).append(frame)
 
-    def extend(self, frames: Iterable[Frame]) -> int:
-        """Append many frames, all or nothing. Returns ``len``."""
+    def extend(self, frames: Iterable[Frame], *, expected_nstep: int | None = None) -> int:
+        """Append many frames, all or nothing. Returns ``len``.
+
+        ``expected_nstep`` makes it conditional, as for :meth:`append`.
+        """
         frames = list(frames)
-        if not frames:
-            return len(self)
         with self._mutex:
+            self._check_expected(expected_nstep)
+            if not frames:
+                return len(self)
             return self._writer_for(frames[0]).extend(frames)
+
+    def _check_expected(self, expected: int | None) -> None:
+        if expected is None:
+            return
+        if isinstance(expected, bool) or not isinstance(expected, int) or expected < 0:
+            raise InvalidRecord(
+                f"expected_nstep must be a non-negative integer, not {expected!r}",
+                path="expected_nstep",
+            )
+        current = len(self)
+        if current != expected:
+            raise PreconditionFailed(
+                f"the trajectory holds {current} frames, not the expected {expected}",
+                path=self._path.key,
+                nstep=current,
+            )
 
     def flush(self) -> int:
         """Commit queued frames durably (fsync); returns the committed ``nstep``."""
@@ -274,6 +315,7 @@ class Trajectory(Sequence[Frame]):
                 try:
                     self._writer.close()
                 finally:
+                    self._closed_nstep = self._writer.nstep
                     self._writer = None
                     self._unlock()
             if self._reader is not None:
@@ -291,18 +333,12 @@ class Trajectory(Sequence[Frame]):
     # -- the one-writer lock -------------------------------------------------------------------
 
     def _lock(self) -> None:
-        fd = os.open(self._path, os.O_RDONLY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise WriterBusy("another writer holds this trajectory", path=str(self._path)) from None
-        self._lock_fd = fd
+        self._lease = self._path.store.writer_lease(self._path.key)
 
     def _unlock(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # closing the descriptor releases the flock
-            self._lock_fd = None
+        if self._lease is not None:
+            self._lease.release()
+            self._lease = None
 
 
 class FrameSlice(Sequence[Frame]):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
@@ -25,7 +24,7 @@ from ..bindings.zarr._arrays import array_dtype, read_values
 from ..bindings.zarr._frames import SectionParts, Sink, frame_from_parts
 from ..bindings.zarr._layout import DOCUMENT_SECTIONS, FRAME_SECTIONS
 from ..bindings.zarr._record import RecordStore, record_kind
-from ..bindings.zarr._tree import Node, Tree, ZipTree, join
+from ..bindings.zarr._tree import Node, Tree, join
 from ..errors import InvalidRecord, MrecdError, NotFound
 from ..forcefield import ForceField
 from ..model import (
@@ -37,6 +36,7 @@ from ..model import (
     on_grid,
     quantize,
 )
+from ..storage import Location, location_of
 from ._record import StoredRecord, _check_section_targets
 from ._trajectory import validate_trajectory
 from ._violations import Violation
@@ -81,7 +81,7 @@ class _Report:
             return None
 
 
-def validate_record(path: str | PathLike[str]) -> list[Violation]:
+def validate_record(path: str | PathLike[str] | Location) -> list[Violation]:
     """Check the record at ``path`` (``*.mrec`` dir or ``*.mrec.zip``) against every known rule.
 
     Returns
@@ -96,7 +96,7 @@ def validate_record(path: str | PathLike[str]) -> list[Violation]:
     NotFound
         Nothing exists at ``path``.
     """
-    location = Path(path)
+    location = location_of(path, read_only=True)
     if not location.exists():
         raise NotFound("nothing to validate at this path", path=str(location))
     report = _Report()
@@ -110,7 +110,7 @@ def validate_record(path: str | PathLike[str]) -> list[Violation]:
         _check_documents(store, report)
         _check_frame_sections(store, report)
         _check_arrays(store.tree, report)
-        if isinstance(store.tree, ZipTree):
+        if store.tree.packed:
             _check_packing(store.tree, report)
         if "trajectory" in store.sections():
             _check_trajectory(location, report)
@@ -310,7 +310,7 @@ def _check_arrays(tree: Tree, report: _Report) -> None:
                 )
 
 
-def _check_packing(tree: ZipTree, report: _Report) -> None:
+def _check_packing(tree: Tree, report: _Report) -> None:
     """Stored entries, relative ``/`` names, no directory entries (chunking.md §7)."""
     for info in tree.infos():
         name = info.filename
@@ -331,7 +331,7 @@ def _check_packing(tree: ZipTree, report: _Report) -> None:
 # -- the trajectory hook ------------------------------------------------------------------------
 
 
-def _check_trajectory(location: Path, report: _Report) -> None:
+def _check_trajectory(location: Location, report: _Report) -> None:
     """Hand the record to the trajectory validator (trajectory.md)."""
     try:
         record = StoredRecord(

@@ -7,11 +7,14 @@ tuples here and nested lists in ``to_dict()``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
+
+from ..errors import AmbiguousLookup
 
 __all__ = [
+    "AmbiguousLookup",
     "AtomLookup",
     "Match",
     "MatchLookup",
@@ -35,6 +38,28 @@ def plain(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     return value
+
+
+class _Keyed(Protocol):
+    def has(self, key: str) -> bool: ...
+    def __getitem__(self, key: str) -> Any: ...
+    @property
+    def label(self) -> str: ...
+
+
+def _only(parts: Iterable[_Keyed], key: str, what: str) -> Any:
+    """The value of ``key`` in the one part stating it (the short form of every answer)."""
+    listed = list(parts)
+    holding = [p for p in listed if p.has(key)]
+    if len(holding) == 1:
+        return holding[0][key]
+    if not holding:
+        raise KeyError(f"{what}: no {key!r} in {[p.label for p in listed]}")
+    raise AmbiguousLookup(
+        f"{what}: {key!r} is stated by {len(holding)} answers {[p.label for p in holding]};"
+        " pass style= or read the detailed form",
+        path=key,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +111,33 @@ class TableRow:
         """Registered, or carrying an expression; otherwise a consumer refuses it (§7.1)."""
         return self.registered or self.expression is not None
 
+    @property
+    def label(self) -> str:
+        """``<table>[<name>]``: which row this is, for messages."""
+        return f"{self.table}[{self.name}]"
+
+    def has(self, key: str) -> bool:
+        """Whether the row has a parameter or annotation column ``key``."""
+        return key in self.params or key in self.annotations
+
+    def __getitem__(self, key: str) -> Any:
+        """A parameter (or annotation) of the row; ``None`` for a null cell.
+
+        Raises
+        ------
+        KeyError
+            The table has no such column.
+        """
+        if key in self.params:
+            return self.params[key]
+        if key in self.annotations:
+            return self.annotations[key]
+        raise KeyError(f"{self.label} has no column {key!r}")
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """``self[key]``, or ``default`` when the table has no such column."""
+        return self[key] if self.has(key) else default
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form."""
         return {
@@ -119,6 +171,18 @@ class AtomLookup:
     units: Mapping[str, str]
     via: Literal["atom", "pair"] = "atom"
 
+    def __getitem__(self, key: str) -> Any:
+        """Short form: ``key`` of the one row that has it.
+
+        Raises
+        ------
+        KeyError
+            No row has ``key``.
+        AmbiguousLookup
+            Several rows have it (several tables answered).
+        """
+        return _only(self.rows, key, f"atom type {self.type!r}")
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form."""
         return {
@@ -142,6 +206,18 @@ class TermLookup:
     style: str | None
     rows: tuple[TableRow, ...]
     units: Mapping[str, str]
+
+    def __getitem__(self, key: str) -> Any:
+        """Short form: ``key`` of the one row that has it.
+
+        Raises
+        ------
+        KeyError
+            No row has ``key``.
+        AmbiguousLookup
+            Several rows have it (several tables answered).
+        """
+        return _only(self.rows, key, f"{self.category} type {self.type!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form."""
@@ -238,6 +314,27 @@ class PairTerm:
         found = self.values.get(name)
         return None if found is None else found.value
 
+    @property
+    def label(self) -> str:
+        """The style's table, for messages."""
+        return self.table
+
+    def has(self, key: str) -> bool:
+        """Whether ``key`` is a per-type parameter of the style."""
+        return key in self.values
+
+    def __getitem__(self, key: str) -> Any:
+        """The pair's value of ``key`` (``None``: ``no_value``).
+
+        Raises
+        ------
+        KeyError
+            ``key`` is no per-type parameter of the style.
+        """
+        if key not in self.values:
+            raise KeyError(f"{self.table} has no parameter {key!r}")
+        return self.values[key].value
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form."""
         return {
@@ -286,6 +383,18 @@ class PairLookup:
                 return term
         raise KeyError(style)
 
+    def __getitem__(self, key: str) -> Any:
+        """Short form: the pair's ``key`` from the one pair style having it (``epsilon``).
+
+        Raises
+        ------
+        KeyError
+            No pair style has ``key``.
+        AmbiguousLookup
+            Several pair styles have it.
+        """
+        return _only(self.terms, key, f"pair ({self.a!r}, {self.b!r})")
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form."""
         return {
@@ -310,6 +419,19 @@ class Match:
     wildcards: int
     keys: tuple[str, ...]
 
+    @property
+    def label(self) -> str:
+        """The matched row, for messages."""
+        return self.row.label
+
+    def has(self, key: str) -> bool:
+        """Whether the matched row has column ``key``."""
+        return self.row.has(key)
+
+    def __getitem__(self, key: str) -> Any:
+        """``key`` of the matched row."""
+        return self.row[key]
+
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form."""
         return {
@@ -329,6 +451,18 @@ class MatchLookup:
     matches: tuple[Match, ...]
     searched: tuple[str, ...]
     units: Mapping[str, str]
+
+    def __getitem__(self, key: str) -> Any:
+        """Short form: ``key`` of the one matched row having it.
+
+        Raises
+        ------
+        KeyError
+            No matched row has ``key``.
+        AmbiguousLookup
+            Rows of several tables matched and have it.
+        """
+        return _only(self.matches, key, f"{self.category} match {list(self.types)}")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON form."""

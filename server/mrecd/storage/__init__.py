@@ -10,8 +10,10 @@ obstore. Stores:
 * :class:`ObjectStore`: S3, GCS, Azure through obstore (``s3://``, ``gs://``,
   ``az://``): whole-object puts, conditional on ETags.
 * :class:`ZipStore`: a packed ``*.mrec.zip`` object of another store, read in place.
+* :class:`CountingStore`: any store, with its requests and bytes counted per verb.
 
-:func:`open_store` turns a URL or path into a store.
+:func:`open_store` turns a URL or path into a store; :func:`push` and
+:func:`pull` copy a closed record between stores (a bucket and a directory).
 """
 
 from ._base import (
@@ -29,17 +31,22 @@ from ._base import (
     check_key,
     join_key,
 )
+from ._counting import CountingStore, VerbCount
 from ._directory import DirectoryStore, FileRangeReader, fsync_directory
+from ._location import Location, dumps_json, location_of, read_json, write_json
 from ._memory import MemoryStore, drop_memory_store, memory_store
+from ._transfer import pull, push
 from ._url import open_store
 from ._zip import ZipStore
 
 __all__ = [
     "ByteRange",
     "ByteRequest",
+    "CountingStore",
     "DirectoryStore",
     "FileRangeReader",
     "IfMatch",
+    "Location",
     "MemoryStore",
     "ObjectInfo",
     "Offset",
@@ -48,12 +55,19 @@ __all__ = [
     "RangeReader",
     "Store",
     "Suffix",
+    "VerbCount",
     "WriterLease",
     "ZipStore",
     "check_key",
     "drop_memory_store",
+    "dumps_json",
     "fsync_directory",
     "join_key",
+    "location_of",
     "memory_store",
     "open_store",
+    "pull",
+    "push",
+    "read_json",
+    "write_json",
 ]

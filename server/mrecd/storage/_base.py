@@ -263,6 +263,18 @@ class Store(ABC):
             else:
                 yield key
 
+    def list_info(self, prefix: str = "") -> dict[str, ObjectInfo]:
+        """Size and ETag of every object under ``prefix`` (full keys, sorted).
+
+        Object stores answer from the listing itself; elsewhere one ``head`` per key.
+        """
+        found: dict[str, ObjectInfo] = {}
+        for key in self.keys(prefix):
+            info = self.head(key)
+            if info is not None:  # deleted between the listing and the head
+                found[key] = info
+        return found
+
     def exists(self, key: str) -> bool:
         """Whether an object is stored at ``key``."""
         return self.head(key) is not None
@@ -299,9 +311,25 @@ class Store(ABC):
             The store is read-only.
         """
 
-    def put_file(self, key: str, source: IO[bytes], *, durable: bool = False) -> str:
-        """Store the rest of the open binary file ``source`` at ``key``; answer the ETag."""
-        return self.put(key, source.read(), durable=durable)
+    def put_file(
+        self,
+        key: str,
+        source: IO[bytes],
+        *,
+        mode: PutMode = "overwrite",
+        durable: bool = False,
+    ) -> str:
+        """Store the rest of the open binary file ``source`` at ``key``; answer the ETag.
+
+        Stores that can stream do so (an object store uploads a large file in
+        parts); a conditional ``mode`` may need the whole file in memory.
+
+        Raises
+        ------
+        PreconditionFailed
+            As :meth:`put`.
+        """
+        return self.put(key, source.read(), mode=mode, durable=durable)
 
     @abstractmethod
     def delete(self, key: str) -> None:

@@ -175,7 +175,14 @@ class DirectoryStore(Store):
         finally:
             tmp.unlink(missing_ok=True)
 
-    def put_file(self, key: str, source: IO[bytes], *, durable: bool = False) -> str:
+    def put_file(
+        self,
+        key: str,
+        source: IO[bytes],
+        *,
+        mode: PutMode = "overwrite",
+        durable: bool = False,
+    ) -> str:
         path = self._writable(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._temporary(path)
@@ -185,7 +192,7 @@ class DirectoryStore(Store):
                 if durable:
                     out.flush()
                     os.fsync(out.fileno())
-            return self._publish(tmp, path, key, "overwrite", durable)
+            return self._publish(tmp, path, key, mode, durable)
         finally:
             tmp.unlink(missing_ok=True)
 

@@ -153,6 +153,8 @@ class MemoryStore(Store):
         self._writable(source)
         with self._o.lock:  # one lock: readers see the old names or the new ones
             moved = [k for k in self._o.data if k == source or k.startswith(f"{source}/")]
+            if any(k == dest or k.startswith(f"{dest}/") for k in self._o.data):
+                raise FileExistsError(f"{dest!r} exists: a rename never merges into it")
             for key in moved:
                 target = dest + key[len(source) :]
                 self._o.data[target] = self._o.data.pop(key)

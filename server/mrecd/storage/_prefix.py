@@ -57,6 +57,10 @@ class PrefixStore(Store):
         cut = len(self.prefix) + 1
         return (k[cut:] for k in self.parent.keys(self._k(prefix)))
 
+    def list_info(self, prefix: str = "") -> dict[str, ObjectInfo]:
+        cut = len(self.prefix) + 1
+        return {k[cut:]: v for k, v in self.parent.list_info(self._k(prefix)).items()}
+
     def open_reader(self, key: str) -> RangeReader | None:
         return self.parent.open_reader(self._k(key))
 
@@ -70,8 +74,15 @@ class PrefixStore(Store):
     ) -> str:
         return self.parent.put(self._k(key), data, mode=mode, durable=durable)
 
-    def put_file(self, key: str, source: IO[bytes], *, durable: bool = False) -> str:
-        return self.parent.put_file(self._k(key), source, durable=durable)
+    def put_file(
+        self,
+        key: str,
+        source: IO[bytes],
+        *,
+        mode: PutMode = "overwrite",
+        durable: bool = False,
+    ) -> str:
+        return self.parent.put_file(self._k(key), source, mode=mode, durable=durable)
 
     def delete(self, key: str) -> None:
         self.parent.delete(self._k(key))

@@ -9,7 +9,6 @@ chunking.md §4.2.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
@@ -17,13 +16,15 @@ import numpy.typing as npt
 import zarr
 from zarr.core.array import Array, AsyncArray
 from zarr.core.metadata.v3 import ArrayV3Metadata
-from zarr.storage import LocalStore, StorePath
+from zarr.storage import StorePath
 
 from ...errors import InvalidRecord
 from ...model import DTYPE_OF_ZARR, STRING_DTYPE, ZARR_DATA_TYPE, numpy_dtype
+from ...storage import Location
 from ._codecs import inner_codecs
 from ._layout import plan_extents
 from ._tree import Node, Tree
+from ._zarr_store import ZarrAdapter
 
 __all__ = ["array_dtype", "array_shape", "read_values", "write_array"]
 
@@ -105,7 +106,7 @@ def _row_bytes(dtype: str, shape: tuple[int, ...]) -> int | None:
 
 
 def write_array(
-    store: LocalStore,
+    store: ZarrAdapter,
     name: str,
     values: npt.NDArray[Any],
     dtype: str,
@@ -157,7 +158,6 @@ def write_array(
         array[...] = values
 
 
-def local_store(path: Path) -> LocalStore:
-    """A writable zarr-python store rooted at ``path`` (created when missing)."""
-    path.mkdir(parents=True, exist_ok=True)
-    return LocalStore(path)
+def zarr_store_at(root: Location) -> ZarrAdapter:
+    """A writable zarr-python store rooted at ``root``."""
+    return ZarrAdapter(root.as_store())

@@ -19,12 +19,11 @@ everything it can express.
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from ...model import Block
+from ...storage import Location
 from ._frames import Extras
 from ._layout import BOX, VALIDITY
 
@@ -33,7 +32,7 @@ __all__ = ["carried_extras", "copy_unknown", "copy_unknown_document"]
 _BOX_PARTS = frozenset({"vectors", "origin", "boundary"})
 
 
-def _metadata(directory: Path) -> dict[str, Any] | None:
+def _metadata(directory: Location) -> dict[str, Any] | None:
     try:
         doc = json.loads((directory / "zarr.json").read_bytes())
     except (OSError, ValueError):
@@ -41,19 +40,19 @@ def _metadata(directory: Path) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
-def _kind(directory: Path) -> str | None:
+def _kind(directory: Location) -> str | None:
     doc = _metadata(directory)
     kind = None if doc is None else doc.get("node_type")
     return kind if isinstance(kind, str) else None
 
 
-def _attributes(directory: Path) -> dict[str, Any]:
+def _attributes(directory: Location) -> dict[str, Any]:
     doc = _metadata(directory) or {}
     attrs = doc.get("attributes")
     return dict(attrs) if isinstance(attrs, dict) else {}
 
 
-def carried_extras(old: Path, blocks: Mapping[str, Block], has_box: bool) -> Extras:
+def carried_extras(old: Location, blocks: Mapping[str, Block], has_box: bool) -> Extras:
     """Unknown attributes of the old section's columns and box that the rewrite keeps."""
     extras = Extras()
     for name, block in blocks.items():
@@ -72,25 +71,27 @@ def carried_extras(old: Path, blocks: Mapping[str, Block], has_box: bool) -> Ext
     return extras
 
 
-def _copy(source: Path, target: Path) -> None:
+def _copy(source: Location, target: Location) -> None:
     if target.exists():
         return
-    if source.is_dir():
-        shutil.copytree(source, target)
-    else:
-        shutil.copy2(source, target)
+    store = source.store
+    if source.is_file():
+        store.copy(source.key, target.key)
+        return
+    for key in list(store.keys(source.key)):
+        store.copy(key, target.key + key[len(source.key) :])
 
 
-def _copy_entries(old: Path, new: Path, keep: Any) -> None:
+def _copy_entries(old: Location, new: Location, keep: Any) -> None:
     """Copy each entry ``e`` of ``old`` for which ``keep(e)`` holds, unless ``new`` has it."""
     if not old.is_dir():
         return
-    for entry in sorted(old.iterdir()):
+    for entry in old.iterdir():
         if entry.name != "zarr.json" and keep(entry):
             _copy(entry, new / entry.name)
 
 
-def copy_unknown(old: Path, new: Path, blocks: Mapping[str, Block], has_box: bool) -> None:
+def copy_unknown(old: Location, new: Location, blocks: Mapping[str, Block], has_box: bool) -> None:
     """Copy the old section's unknown entries into the newly written ``new`` (see module doc)."""
     _copy_entries(old, new, lambda e: not (e.is_dir() and _kind(e) == "group"))
     for name in blocks:
@@ -112,6 +113,6 @@ def copy_unknown(old: Path, new: Path, blocks: Mapping[str, Block], has_box: boo
         _copy_entries(old / BOX, new / BOX, lambda e: e.name not in _BOX_PARTS)
 
 
-def copy_unknown_document(old: Path, new: Path) -> None:
+def copy_unknown_document(old: Location, new: Location) -> None:
     """A document group holds only attributes; anything else found under it is kept."""
     _copy_entries(old, new, lambda e: True)

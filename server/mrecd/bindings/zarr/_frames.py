@@ -16,7 +16,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
@@ -36,7 +35,8 @@ from ...model import (
     encode_meta,
 )
 from ...model._block import BLOCK_KEYS, check_targets
-from ._arrays import array_dtype, array_shape, local_store, read_values, write_array
+from ...storage import Location
+from ._arrays import array_dtype, array_shape, read_values, write_array, zarr_store_at
 from ._layout import BOX, VALIDITY, check_node_name
 from ._tree import Node, Tree, join
 
@@ -319,7 +319,7 @@ def typed_attributes(frame: Frame) -> dict[str, Any]:
     return attrs
 
 
-def write_group_json(directory: Path, attributes: Mapping[str, Any]) -> None:
+def write_group_json(directory: Location, attributes: Mapping[str, Any]) -> None:
     """Write a group's ``zarr.json`` (strict JSON: a NaN or infinity is refused, never bare)."""
     directory.mkdir(parents=True, exist_ok=True)
     doc = {"zarr_format": 3, "node_type": "group", "attributes": dict(attributes)}
@@ -327,7 +327,7 @@ def write_group_json(directory: Path, attributes: Mapping[str, Any]) -> None:
         text = dumps_strict(doc)
     except ValueError as exc:
         raise InvalidRecord(f"attributes are not finite JSON: {exc}", path=directory.name) from None
-    (directory / "zarr.json").write_text(text, encoding="utf-8")
+    (directory / "zarr.json").write_bytes(text.encode("utf-8"))
 
 
 def check_blocks(blocks: Mapping[str, Block], section: str) -> None:
@@ -344,7 +344,7 @@ def check_blocks(blocks: Mapping[str, Block], section: str) -> None:
 
 
 def _write_block(
-    store: Any, root: Path, name: str, block: Block, extra: Mapping[str, dict[str, Any]]
+    store: Any, root: Location, name: str, block: Block, extra: Mapping[str, dict[str, Any]]
 ) -> None:
     for column_name, column in block.items():
         write_array(
@@ -369,7 +369,7 @@ def _write_block(
     write_group_json(root / name, attrs)
 
 
-def _write_box(store: Any, root: Path, box: Box, extra_attrs: Mapping[str, Any]) -> None:
+def _write_box(store: Any, root: Location, box: Box, extra_attrs: Mapping[str, Any]) -> None:
     write_array(store, f"{BOX}/vectors", box.vectors, "f64", dense=True)
     if not box.origin_is_default:
         write_array(store, f"{BOX}/origin", box.origin, "f64", dense=True)
@@ -393,7 +393,7 @@ class Extras:
 
 
 def write_section(
-    root: Path,
+    root: Location,
     attributes: Mapping[str, Any],
     blocks: Mapping[str, Block],
     box: Box | None,
@@ -405,7 +405,7 @@ def write_section(
     ``zarr.json`` last.
     """
     extras = extras or Extras()
-    store = local_store(root)
+    store = zarr_store_at(root)
     for name, block in blocks.items():
         _write_block(store, root, name, block, extras.columns.get(name, {}))
     if box is not None:

@@ -1,49 +1,42 @@
-"""Packing a closed ``*.mrec`` directory into ``*.mrec.zip`` (chunking.md §7).
+"""Packing a closed record into a ``*.mrec.zip`` (chunking.md §7).
 
-One **stored** entry (compression method 0) per file of the directory store,
-named by its ``/``-separated path relative to the record root; no directory
-entries; ZIP64 whenever a size, offset or entry count needs it. An entry read
-out is bit-identical to the file it replaces.
+Entries are stored (method 0), named relative to the root with ``/``, in
+sorted order, ZIP64 when needed, with no directory entries and a fixed
+timestamp (the same record packs to the same bytes). The archive is spooled
+locally and put as one object, so a failed pack leaves nothing behind.
 """
 
 from __future__ import annotations
 
-import os
 import tempfile
 import zipfile
-from collections.abc import Iterator
-from pathlib import Path
+from typing import IO
 
 from ...errors import AlreadyExists, InvalidRecord
+from ...storage import Location
 from ._layout import ZIP_BRAND
 from ._record import record_kind
 
 __all__ = ["pack_directory", "packed_name"]
 
+_SPOOL_IN_RAM = 64 << 20
+_EPOCH = (1980, 1, 1, 0, 0, 0)  # the zip format's earliest date
 
-def packed_name(source: Path) -> Path:
+
+def packed_name(source: Location) -> Location:
     """``<stem>.mrec`` -> ``<stem>.mrec.zip`` beside it."""
     return source.with_name(source.name + ".zip")
 
 
-def _files(root: Path) -> Iterator[tuple[Path, str]]:
-    for directory, subdirs, files in os.walk(root):
-        subdirs.sort()
-        for name in sorted(files):
-            path = Path(directory, name)
-            yield path, path.relative_to(root).as_posix()
-
-
-def pack_directory(source: Path, dest: Path | None = None, *, overwrite: bool = False) -> Path:
-    """Pack the record directory ``source`` into ``dest`` (default ``<source>.zip``).
-
-    The archive is written to a temporary file beside ``dest`` and renamed, so
-    a failed pack leaves nothing behind.
+def pack_directory(
+    source: Location, dest: Location | None = None, *, overwrite: bool = False
+) -> Location:
+    """Pack the live record at ``source`` into ``dest`` (default ``<source>.zip`` beside it).
 
     Raises
     ------
     InvalidRecord
-        ``source`` is not a ``*.mrec`` directory with a root ``zarr.json``, or
+        ``source`` is not a ``*.mrec`` record with a root ``zarr.json``, or
         ``dest`` does not end in ``.mrec.zip``.
     AlreadyExists
         ``dest`` exists and ``overwrite`` is false.
@@ -59,17 +52,27 @@ def pack_directory(source: Path, dest: Path | None = None, *, overwrite: bool = 
         )
     if dest.exists() and not overwrite:
         raise AlreadyExists("the archive already exists", path=str(dest))
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    os.close(fd)
-    try:
-        with zipfile.ZipFile(
-            tmp_name, "w", compression=zipfile.ZIP_STORED, allowZip64=True, strict_timestamps=False
-        ) as archive:
-            for path, name in _files(source):
-                archive.write(path, arcname=name, compress_type=zipfile.ZIP_STORED)
-        os.replace(tmp_name, dest)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    with tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_RAM) as spool:
+        _write_archive(source, spool)
+        spool.seek(0)
+        dest.store.put_file(dest.key, spool, durable=True)
     return dest
+
+
+def _write_archive(source: Location, out: IO[bytes]) -> None:
+    store = source.store
+    cut = len(source.key) + 1
+    with zipfile.ZipFile(
+        out,
+        "w",
+        compression=zipfile.ZIP_STORED,
+        allowZip64=True,
+    ) as archive:
+        for key in store.keys(source.key):
+            data = store.get(key)
+            if data is None:  # removed while packing: a closed record does not change
+                raise InvalidRecord("an entry vanished while packing", path=key)
+            info = zipfile.ZipInfo(key[cut:], date_time=_EPOCH)
+            info.compress_type = zipfile.ZIP_STORED
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, data)

@@ -1,35 +1,37 @@
-"""One record root on disk: recognising it, building it, replacing its sections.
+"""One record root in a store: recognising it, building it, replacing its sections.
 
-Writes never leave a half-written store behind: a new record is built in a
-staging directory beside its final path and renamed into place; a section of
-a live record is written beside the root and swapped in by two renames (the
-spec gives no concurrent-reader guarantee on a live store, chunking.md §2.1).
+Writes never leave a half-written record behind: a new record is built under
+a hidden staging prefix beside its final key and renamed into place; a
+section of a live record is written beside the root and swapped in by two
+renames (the spec gives no concurrent-reader guarantee on a live store,
+chunking.md §2.1). Renames are atomic on a directory and in memory; on
+object storage they are copies, and the root ``zarr.json`` is copied last
+(create-only), so a record is never visible before all of it is there.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
 from ...errors import AlreadyExists, InvalidRecord, NotFound, ReadOnlyError
+from ...errors import PreconditionFailed as PreconditionFailed_
 from ...model import Block, Box
+from ...storage import Location, ZipStore
 from ._carry import carried_extras, copy_unknown, copy_unknown_document
 from ._frames import SectionParts, Sink, read_section_parts, write_group_json, write_section
 from ._layout import BRAND, ZIP_BRAND
-from ._tree import DirTree, Node, Tree, ZipTree
+from ._tree import Node, Tree
 
 __all__ = ["RecordStore", "SectionWriter", "build_record", "record_kind"]
 
 #: Writes one section into the (not yet existing) directory it is given.
-SectionWriter = Callable[[Path], None]
+SectionWriter = Callable[[Location], None]
 
 
-def record_kind(path: Path) -> str:
+def record_kind(path: Location) -> str:
     """``"dir"`` for a ``*.mrec`` path, ``"zip"`` for ``*.mrec.zip``; refuse any other name.
 
     Identity is the path brand plus the Zarr root (storage.md §1).
@@ -45,35 +47,41 @@ def record_kind(path: Path) -> str:
     )
 
 
+def _staging_key(loc: Location, what: str) -> Location:
+    """A hidden sibling of ``loc`` (stores never list names starting with ``.``)."""
+    return loc.with_name(f".{loc.name}.{what}.{uuid.uuid4().hex[:12]}.tmp")
+
+
 class RecordStore:
     """The binding's handle on one record: a tree to read, and section writes for a live root.
 
     Parameters
     ----------
     path
-        The ``*.mrec`` directory or ``*.mrec.zip`` file.
+        The ``*.mrec`` prefix or the ``*.mrec.zip`` object.
     writable
         Whether section writes are allowed (never for a zip).
     """
 
-    def __init__(self, path: Path, *, writable: bool) -> None:
+    def __init__(self, path: Location, *, writable: bool) -> None:
         kind = record_kind(path)
-        if not path.exists():
+        is_file, is_dir = path.is_file(), path.is_dir()
+        if not (is_file or is_dir):
             raise NotFound("no record at this path", path=str(path))
         if kind == "zip":
             if writable:
                 raise ReadOnlyError(
                     "a packed *.mrec.zip is read-only (chunking.md §7)", path=str(path)
                 )
-            if not path.is_file():
+            if not is_file:
                 raise InvalidRecord(
                     "a packed record is a zip file, not a directory", path=str(path)
                 )
-            self.tree: Tree = ZipTree(path)
+            self.tree = Tree(ZipStore(path.store, path.key), owns=True)
         else:
-            if not path.is_dir():
+            if not is_dir:
                 raise InvalidRecord("a live record is a directory (storage.md §1)", path=str(path))
-            self.tree = DirTree(path)
+            self.tree = Tree(path.as_store())
         self.path = path
         self.writable = writable
         try:
@@ -130,28 +138,29 @@ class RecordStore:
             raise ReadOnlyError("the record is open read-only", path=str(self.path))
 
     @contextmanager
-    def _staging(self, name: str) -> Iterator[Path]:
-        staging = Path(tempfile.mkdtemp(prefix=f".{self.path.name}.{name}.", dir=self.path.parent))
+    def _staging(self, name: str) -> Iterator[Location]:
+        staging = _staging_key(self.path, name)
         try:
             yield staging
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            staging.store.delete_prefix(staging.key)
 
     def replace(self, name: str, writer: SectionWriter) -> None:
         """Write section ``name`` beside the root, then swap it in for the old one (if any)."""
         self._check_writable()
+        store = self.path.store
         with self._staging(name) as staging:
             new = staging / name
             writer(new)
             current = self.path / name
             if current.exists():
-                os.rename(current, staging / ".replaced")
-            os.rename(new, current)
+                store.rename(current.key, (staging / "replaced").key)
+            store.rename(new.key, current.key)
 
     def replace_document(self, name: str, document: Mapping[str, Any]) -> None:
         """Replace document section ``name``; unknown entries under the old group are kept."""
 
-        def writer(new: Path) -> None:
+        def writer(new: Location) -> None:
             write_group_json(new, document)
             copy_unknown_document(self.path / name, new)
 
@@ -162,7 +171,7 @@ class RecordStore:
     ) -> None:
         """Replace frame-shaped section ``name``, carrying the old group's unknown content."""
 
-        def writer(new: Path) -> None:
+        def writer(new: Location) -> None:
             old = self.path / name
             write_section(
                 new, attributes, blocks, box, carried_extras(old, blocks, box is not None)
@@ -178,7 +187,7 @@ class RecordStore:
         if not current.exists():
             raise NotFound(f"the record has no section {name!r}", path=name)
         with self._staging(name) as staging:
-            os.rename(current, staging / ".deleted")
+            current.store.rename(current.key, (staging / "deleted").key)
 
 
 def frame_section_writer(
@@ -193,33 +202,50 @@ def document_writer(document: Mapping[str, Any]) -> SectionWriter:
     return lambda new: write_group_json(new, document)
 
 
-def _publish(root: Path, path: Path, staging: Path, overwrite: bool) -> None:
-    if path.exists() or path.is_symlink():
+def _publish(root: Location, path: Location, staging: Location, overwrite: bool) -> None:
+    store = path.store
+    if path.exists():
         if not overwrite:
             raise AlreadyExists("a record already exists at this path", path=str(path))
-        if not (path.is_dir() and (path / "zarr.json").is_file()):
+        if not (path / "zarr.json").is_file():
             # overwrite replaces a record, never an arbitrary file or directory
             raise AlreadyExists(
                 "the path exists and is not a record; refusing to replace it", path=str(path)
             )
-        os.rename(path, staging / ".replaced")
+        store.rename(path.key, (staging / "replaced").key)
+    if store.atomic_rename:
+        try:
+            store.rename(root.key, path.key)
+        except OSError as exc:  # another creator won the race
+            raise AlreadyExists(
+                f"a record appeared at this path meanwhile: {exc}", path=str(path)
+            ) from None
+        return
+    _copy_root_last(root, path)
+
+
+def _copy_root_last(root: Location, path: Location) -> None:
+    """Publish by copies, the root ``zarr.json`` last and create-only (object storage)."""
+    store = path.store
+    marker = root / "zarr.json"
+    for key in store.keys(root.key):
+        if key != marker.key:
+            store.copy(key, path.key + key[len(root.key) :])
     try:
-        os.rename(root, path)
-    except OSError as exc:  # another creator won the race
-        raise AlreadyExists(
-            f"a record appeared at this path meanwhile: {exc}", path=str(path)
-        ) from None
+        store.put((path / "zarr.json").key, marker.read_bytes(), mode="create")
+    except PreconditionFailed_:
+        raise AlreadyExists("a record appeared at this path meanwhile", path=str(path)) from None
 
 
 def build_record(
-    path: Path,
+    path: Location,
     meta: Mapping[str, Any],
     sections: Sequence[tuple[str, SectionWriter]],
     *,
     overwrite: bool = False,
-    before_publish: Callable[[Path], None] | None = None,
+    before_publish: Callable[[Location], None] | None = None,
 ) -> None:
-    """Build a record in a staging directory and rename it to ``path``.
+    """Build a record under a staging prefix and rename it to ``path``.
 
     The root ``zarr.json`` and ``meta/`` are written first, then each section
     in order (storage.md §4.1); ``before_publish`` may add more (the
@@ -231,8 +257,7 @@ def build_record(
         )
     if path.exists() and not overwrite:
         raise AlreadyExists("a record already exists at this path", path=str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    staging = _staging_key(path, "new")
     try:
         root = staging / path.name
         write_group_json(root, {})
@@ -243,4 +268,4 @@ def build_record(
             before_publish(root)
         _publish(root, path, staging, overwrite)
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        staging.store.delete_prefix(staging.key)

@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import gzip
-import os
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Final
 
 import google_crc32c
@@ -33,9 +31,10 @@ from numcodecs import VLenUTF8, Zstd
 
 from ...errors import InvalidRecord
 from ...model import DTYPE_OF_ZARR, STRING_DTYPE, ZARR_DATA_TYPE, numpy_dtype
+from ...storage import Location, RangeReader
 from ._codecs import SHARD_INDEX_CODECS
-from ._json import fsync_dir, read_json, write_json_atomic
-from ._tree import DirTree, RangeReader, Tree
+from ._json import read_json, write_json_atomic
+from ._tree import Tree
 
 __all__ = ["ArrayAppender", "ArrayLayout", "ArrayReader", "ChunkCodec", "chunk_key"]
 
@@ -264,19 +263,18 @@ class ArrayCommit:
 
 
 class _ShardFile:
-    """One shard file open for positional writes, with its index held in memory."""
+    """One shard object open for positional writes, with its index held in memory."""
 
-    def __init__(self, path: Path, layout: ArrayLayout) -> None:
+    def __init__(self, path: Location, layout: ArrayLayout) -> None:
         self.path = path
         self.layout = layout
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        size = os.fstat(self.fd).st_size
+        self.file = path.store.open_positional(path.key)
+        size = self.file.size
         n = layout.chunks_per_shard
         if size >= layout.index_bytes:
-            raw = os.pread(self.fd, layout.index_bytes, 0)
+            raw = self.file.pread(0, layout.index_bytes)
             if _crc(raw[:-4]) != raw[-4:]:
-                raise InvalidRecord("shard index checksum does not match", path=str(path))
+                raise InvalidRecord("shard index checksum does not match", path=path.key)
             self.index = np.frombuffer(raw[:-4], dtype="<u8").reshape(n, 2).copy()
             self.end = size
         else:
@@ -285,7 +283,7 @@ class _ShardFile:
         self.dirty = False
 
     def put(self, chunk: int, data: bytes) -> None:
-        os.pwrite(self.fd, data, self.end)
+        self.file.pwrite(self.end, data)
         self.index[chunk] = (self.end, len(data))
         self.end += len(data)
         self.dirty = True
@@ -296,20 +294,20 @@ class _ShardFile:
         kept = self.index[:chunk]
         live = kept[kept[:, 0] != _EMPTY]
         self.end = int((live[:, 0] + live[:, 1]).max()) if len(live) else self.layout.index_bytes
-        os.ftruncate(self.fd, self.end)
+        self.file.truncate(self.end)
         self.dirty = True
 
     def write_index(self) -> None:
         raw = self.index.astype("<u8").tobytes()
-        os.pwrite(self.fd, raw + _crc(raw), 0)
+        self.file.pwrite(0, raw + _crc(raw))
         self.dirty = False
 
     def close(self) -> None:
-        os.close(self.fd)
+        self.file.close()
 
 
 class ArrayAppender:
-    """Append rows to a sharded Zarr array on a local directory, positionally.
+    """Append rows to a sharded Zarr array, positionally (a store with positional writes).
 
     Rows accumulate in memory until :meth:`flush`, which encodes the complete
     inner chunks plus the partial tail chunk, writes them at the tails of their
@@ -321,7 +319,7 @@ class ArrayAppender:
     Parameters
     ----------
     path
-        The array's directory (holding ``zarr.json`` and ``c/``).
+        The array's location (holding ``zarr.json`` and ``c/``).
     layout
         Extents and codecs.
     attributes
@@ -332,7 +330,7 @@ class ArrayAppender:
 
     def __init__(
         self,
-        path: Path,
+        path: Location,
         layout: ArrayLayout,
         attributes: dict[str, Any] | None = None,
         *,
@@ -347,14 +345,13 @@ class ArrayAppender:
         self._tail: npt.NDArray[Any] | None = None  # rows of the partial last chunk, on disk
         self._pending: list[npt.NDArray[Any]] = []
         self._pending_rows = 0
-        self._touched: set[Path] = set()
+        self._touched: set[_ShardFile] = set()
+        self._metadata_dirty = False
         # A new array stays invisible (no zarr.json) until its first commit writes
         # its data: a crash before then leaves nothing a reader could take as content.
-        self._created = (path / "zarr.json").exists()
+        self._created = (path / "zarr.json").is_file()
         if self._created:
             self._reopen(length)
-        else:
-            path.mkdir(parents=True, exist_ok=True)
 
     @property
     def length(self) -> int:
@@ -367,7 +364,7 @@ class ArrayAppender:
             raise InvalidRecord(
                 f"rows of shape {list(rows.shape)} do not fit trailing"
                 f" {list(self.layout.trailing)}",
-                path=str(self.path),
+                path=self.path.key,
             )
         if len(rows):
             self._pending.append(rows)
@@ -432,28 +429,25 @@ class ArrayAppender:
             touched.add(shard)
         for shard in touched:
             shard.write_index()
-            self._touched.add(shard.path)
+            self._touched.add(shard)
         write_json_atomic(self.path / "zarr.json", metadata)
-        self._touched.add(self.path / "zarr.json")
+        self._metadata_dirty = True
 
     def write_metadata(self) -> None:
         """Rewrite ``zarr.json`` (after an attribute change) at the flushed length."""
         write_json_atomic(
             self.path / "zarr.json", self.layout.metadata(self._flushed, self.attributes)
         )
-        self._touched.add(self.path / "zarr.json")
+        self._metadata_dirty = True
 
     def sync(self) -> None:
-        """fsync every file written since the last sync, and their directories."""
-        dirs = set()
-        for path in self._touched:
-            if path.name != "zarr.json":
-                shard = next(s for s in self._shards.values() if s.path == path)
-                os.fsync(shard.fd)
-            dirs.add(path.parent)
-        for d in dirs:
-            fsync_dir(d)
+        """Make every write since the last sync durable (shards, then ``zarr.json``)."""
+        for shard in self._touched:
+            shard.file.sync()
         self._touched.clear()
+        if self._metadata_dirty:
+            self.path.store.sync([(self.path / "zarr.json").key])
+            self._metadata_dirty = False
 
     def close(self) -> None:
         """Close the shard files (pending rows are dropped: flush first)."""
@@ -478,13 +472,13 @@ class ArrayAppender:
         physical = int(document.get("shape", [0])[0])
         if length > physical:
             raise InvalidRecord(
-                f"array holds {physical} rows but the commit needs {length}", path=str(self.path)
+                f"array holds {physical} rows but the commit needs {length}", path=self.path.key
             )
         c = self.layout.chunk_rows
         per_shard = self.layout.chunks_per_shard
         tail_rows = length % c
         if tail_rows:  # keep the committed rows of the partial chunk in memory
-            reader = ArrayReader(DirTree(self.path), "", document)
+            reader = ArrayReader(Tree(self.path.as_store()), "", document)
             self._tail = reader.read(length - tail_rows, length).copy()
             reader.close()
         write_json_atomic(self.path / "zarr.json", self.layout.metadata(length, self.attributes))
@@ -492,29 +486,23 @@ class ArrayAppender:
         # chunk included (its bytes stay valid for the committed rows until the
         # next flush rewrites it); only chunks wholly past the commit go.
         keep_chunks = -(-length // c)
-        for shard_path in sorted((self.path / "c").glob("*")) if (self.path / "c").exists() else []:
+        store, grid = self.path.store, self.path / "c"
+        dirs, files = store.list_dir(grid.key)
+        for name in sorted(dirs + files):
             try:
-                index = int(shard_path.name)
+                index = int(name)
             except ValueError:
                 continue
             first = index * per_shard
             if first >= keep_chunks:
-                _remove_tree(shard_path)
+                store.delete((grid / name).key)
+                store.delete_prefix((grid / name).key)
                 continue
             if first + per_shard > keep_chunks:
                 shard = self._shard(index)
                 shard.drop_from(keep_chunks - first)
                 shard.write_index()
         self._flushed = length
-
-
-def _remove_tree(path: Path) -> None:
-    if path.is_dir():
-        for child in path.iterdir():
-            _remove_tree(child)
-        path.rmdir()
-    else:
-        path.unlink()
 
 
 # -- reading -------------------------------------------------------------------------------------
@@ -548,10 +536,39 @@ class ArrayReader:
         self._index_cache: dict[int, npt.NDArray[np.uint64] | None] = {}
         self._chunk_cache: dict[int, npt.NDArray[Any]] = {}  # the last few decoded chunks
         self._zarr: Any = None
+        #: Rows known committed (set by the trajectory reader): chunks wholly inside
+        #: them never change, so a newer view of the array may keep their caches.
+        self.committed_rows = 0
         try:
             self._plan()
         except UnsupportedPipeline:
             self._fast = False
+
+    def adopt(self, old: ArrayReader) -> None:
+        """Take over what ``old`` (this array before a commit) cached that cannot have changed.
+
+        Committed chunks are immutable: only the partial tail chunk is ever
+        rewritten, and trims after a crash remove uncommitted rows only. So
+        decoded chunks wholly inside ``old``'s committed rows, and the index
+        and open entry of shards made only of such chunks, stay valid.
+        """
+        same = (
+            self._fast
+            and old._fast
+            and old.metadata.get("codecs") == self.metadata.get("codecs")
+            and old.metadata.get("chunk_grid") == self.metadata.get("chunk_grid")
+            and self.shape[0] >= old.shape[0]
+        )
+        complete = min(old.committed_rows, old.shape[0]) // self.inner_rows if same else 0
+        full_shards = complete // self.per_shard
+        self._chunk_cache.update((c, a) for c, a in old._chunk_cache.items() if c < complete)
+        self._index_cache.update((s, i) for s, i in old._index_cache.items() if s < full_shards)
+        ranges, old._ranges = old._ranges, {}
+        for shard, source in ranges.items():
+            if shard < full_shards and shard not in self._ranges:
+                self._ranges[shard] = source
+            elif source is not None:
+                source.close()
 
     def _plan(self) -> None:
         grid = self.metadata.get("chunk_grid", {})

@@ -60,7 +60,13 @@ def _open_array(tree: Tree, key: str) -> ArrayReader | None:
             " fixed-length strings and raw bytes are not columns, frame.md §2)",
             path=key,
         )
-    return ArrayReader(tree, key, node.metadata)
+    reader = ArrayReader(tree, key, node.metadata)
+    old = tree.retired.pop(key, None)
+    if old is not None:
+        reader.adopt(old)
+        old.close()
+    tree.readers[key] = reader
+    return reader
 
 
 def _int_attr(value: Any, name: str, path: str, *, positive: bool = False) -> int:
@@ -194,7 +200,16 @@ class BlockReader:
         else:  # a declared block with no updates
             self.n_updates = 0
             self.total_rows = 0
+        self._mark_committed()
         self._check_lengths()
+
+    def _mark_committed(self) -> None:
+        """Tell each array how many of its rows are committed (their chunks never change)."""
+        for array in [*self.columns.values(), *self.masks.values()]:
+            array.committed_rows = self.total_rows
+        if self.indexed:
+            self.step_index.reader.committed_rows = self.n_updates
+            self.offset.reader.committed_rows = self.n_updates + 1
 
     def _check_lengths(self) -> None:
         if not self.n_updates:
@@ -337,7 +352,7 @@ class TrajectoryReader:
         else:
             self.declaration = self._derive_declaration()
             self.foreign = True
-        self._close_readers()
+        self.tree.retire_readers()  # committed chunks carry over to the new readers
         self._blocks: dict[str, BlockReader | None] = {}
         self._dense: dict[str, ArrayReader | None] = {}
         self._box: Any = None
@@ -446,7 +461,10 @@ class TrajectoryReader:
 
     def _dense_array(self, key: str) -> ArrayReader | None:
         if key not in self._dense:
-            self._dense[key] = _open_array(self.tree, join(self.path, key))
+            array = _open_array(self.tree, join(self.path, key))
+            if array is not None:
+                array.committed_rows = getattr(self, "nstep", 0)
+            self._dense[key] = array
         return self._dense[key]
 
     def meta_array(self, key: str) -> ArrayReader:
@@ -482,6 +500,7 @@ class TrajectoryReader:
                 raise InvalidRecord(
                     f"holds {array.shape[0]} steps, nstep is {self.nstep}", path=where
                 )
+            array.committed_rows = self.nstep
             self._dense[name] = array
         array = self._dense[name]
         assert array is not None

@@ -20,13 +20,12 @@ import math
 import struct
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from ...errors import InvalidRecord, ReadOnlyError
+from ...errors import InvalidRecord, PreconditionFailed, ReadOnlyError, WriterBusy
 from ...model import (
     STRING_DTYPE,
     TAG_LAYOUT,
@@ -40,6 +39,7 @@ from ...model import (
     dumps_strict,
     numpy_dtype,
 )
+from ...storage import IfMatch, Location, dumps_json
 from ._codecs import inner_codecs
 from ._extents import (
     DENSE_CHUNK_ROWS,
@@ -52,7 +52,7 @@ from ._extents import (
 from ._json import write_json_atomic
 from ._shard import ArrayAppender, ArrayCommit, ArrayLayout
 from ._trajectory_read import TrajectoryReader
-from ._tree import DirTree
+from ._tree import Tree
 
 __all__ = ["TrajectoryWriter", "create_trajectory_group"]
 
@@ -74,15 +74,15 @@ def _dense_layout(dtype: str, trailing: tuple[int, ...] = ()) -> ArrayLayout:
     )
 
 
-def create_trajectory_group(root: Path, declaration: Declaration) -> None:
+def create_trajectory_group(root: Location, declaration: Declaration) -> None:
     """Create ``trajectory/`` holding the pinned declaration and ``nstep: 0``.
 
     Block groups appear with their first update; declared per-step meta
     arrays are created empty with their ``meta_dtype``.
     """
     path = root / "trajectory"
-    if (path / "zarr.json").exists():
-        raise InvalidRecord("the record already has a trajectory", path=str(path))
+    if (path / "zarr.json").is_file():
+        raise InvalidRecord("the record already has a trajectory", path=path.key)
     path.mkdir(parents=True, exist_ok=True)
     if declaration.meta:
         (path / "meta").mkdir(exist_ok=True)
@@ -95,11 +95,12 @@ def create_trajectory_group(root: Path, declaration: Declaration) -> None:
                 _dense_layout(stored, () if width is None else (width,)),
                 {"meta_dtype": spec.dtype},
             ).flush()
-    write_json_atomic(
-        path / "zarr.json",
-        _group_doc({"sequence_schema": declaration.to_dict(), "nstep": 0}),
-        durable=True,
-    )
+    marker = path / "zarr.json"
+    document = _group_doc({"sequence_schema": declaration.to_dict(), "nstep": 0})
+    try:  # create-only: of two racing creators one wins, the other is told
+        marker.store.put(marker.key, dumps_json(document), mode="create", durable=True)
+    except PreconditionFailed:
+        raise InvalidRecord("the record already has a trajectory", path=path.key) from None
 
 
 # -- blocks ------------------------------------------------------------------------------------
@@ -108,7 +109,7 @@ def create_trajectory_group(root: Path, declaration: Declaration) -> None:
 class _BlockWriter:
     """One block group: its columns, masks, and either the regular markers or the CSR index."""
 
-    def __init__(self, path: Path, name: str, spec: BlockSpec) -> None:
+    def __init__(self, path: Location, name: str, spec: BlockSpec) -> None:
         self.path = path
         self.name = name
         self.spec = spec
@@ -253,7 +254,7 @@ class _BlockWriter:
             out += [self.offset, self.step_index]
         return out
 
-    def group_document(self) -> tuple[Path, dict[str, Any]] | None:
+    def group_document(self) -> tuple[Location, dict[str, Any]] | None:
         """The group's new metadata when it changed: markers while regular, none once indexed."""
         if not self.attributes_dirty:
             return None
@@ -302,7 +303,7 @@ def _layout_of(metadata: Mapping[str, Any]) -> ArrayLayout:
 class _BoxWriter:
     """``trajectory/box``: attributes for a fixed cell from ordinal 0, arrays once it changes."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Location) -> None:
         self.path = path
         self.mode: str | None = None  # None, "attributes" or "arrays"
         self.first: Box | None = None
@@ -382,7 +383,7 @@ class _BoxWriter:
     def appenders(self) -> list[ArrayAppender]:
         return list(self.arrays.values())
 
-    def group_document(self) -> tuple[Path, dict[str, Any]] | None:
+    def group_document(self) -> tuple[Location, dict[str, Any]] | None:
         """The cell group's new metadata when it changed (attribute cell, or its migration)."""
         if not self.dirty:
             return None
@@ -407,7 +408,7 @@ class _BoxWriter:
 class _Series:
     """Steps (exact integers) or times (binary64): a progression attribute until broken."""
 
-    def __init__(self, path: Path, dtype: str) -> None:
+    def __init__(self, path: Location, dtype: str) -> None:
         self.path = path
         self.dtype = dtype
         self.start: Any = None
@@ -477,7 +478,7 @@ class TrajectoryWriter:
 
     def __init__(
         self,
-        root: Path,
+        root: Location,
         *,
         system: Mapping[str, Block] | None = None,
         sections: Mapping[str, Mapping[str, Block]] | None = None,
@@ -485,7 +486,12 @@ class TrajectoryWriter:
     ) -> None:
         self.root = root
         self.path = root / "trajectory"
-        reader = TrajectoryReader(DirTree(root), system=system)
+        marker = self.path / "zarr.json"
+        # The ETag is taken before the state is read: a commit landing in between
+        # makes our first conditional marker write fail, never succeed wrongly.
+        info = marker.store.head(marker.key)
+        self._marker_etag = None if info is None else info.etag
+        reader = TrajectoryReader(Tree(root.as_store()), system=system)
         if reader.foreign:
             raise ReadOnlyError(
                 "a trajectory without sequence_schema (foreign writer) is read, not appended to"
@@ -697,8 +703,21 @@ class TrajectoryWriter:
         if commit.durable:
             for appender in commit.appenders:
                 appender.sync()
-        path, document = commit.trajectory
-        write_json_atomic(path, document, durable=commit.durable)
+        self._publish(*commit.trajectory, durable=commit.durable)
+
+    def _publish(self, marker: Location, document: dict[str, Any], *, durable: bool) -> None:
+        """Replace ``trajectory/zarr.json`` on the condition that it is the one last seen."""
+        mode: Any = "overwrite" if self._marker_etag is None else IfMatch(self._marker_etag)
+        try:
+            self._marker_etag = marker.store.put(
+                marker.key, dumps_json(document), mode=mode, durable=durable
+            )
+        except PreconditionFailed:
+            raise WriterBusy(
+                "another writer committed to this trajectory meanwhile; this commit is"
+                " not visible (reopen to append again)",
+                path=marker.key,
+            ) from None
 
     def _appenders(self) -> list[ArrayAppender]:
         out: list[ArrayAppender] = []
@@ -731,8 +750,8 @@ class _Commit:
     def __init__(
         self,
         arrays: list[ArrayCommit],
-        groups: list[tuple[Path, dict[str, Any]]],
-        trajectory: tuple[Path, dict[str, Any]],
+        groups: list[tuple[Location, dict[str, Any]]],
+        trajectory: tuple[Location, dict[str, Any]],
         durable: bool,
         appenders: list[ArrayAppender],
     ) -> None:
@@ -760,10 +779,5 @@ def _meta_row(tag: str, value: Any) -> npt.NDArray[Any]:
     return np.array([list(value)], dtype=dtype)
 
 
-def _remove_tree(path: Path) -> None:
-    if path.is_dir():
-        for child in path.iterdir():
-            _remove_tree(child)
-        path.rmdir()
-    elif path.exists():
-        path.unlink()
+def _remove_tree(path: Location) -> None:
+    path.store.delete_prefix(path.key)

@@ -73,6 +73,8 @@ class TestStoreConformance:
         assert store.get("absent") is None
 
     def test_racing_conditional_puts_one_wins(self, store: Store) -> None:
+        if store.url.startswith("s3://"):
+            pytest.skip("moto checks If-Match without a lock: racing PUTs can both win (S3 cannot)")
         etag = store.put("m", b"0")
         wins: list[int] = []
         losses: list[int] = []
