@@ -232,10 +232,9 @@ def test_frame_slice_keeps_its_old_import_path() -> None:
     assert Legacy.__name__ == "FrameSlice"
 
 
-# -- for main's storage-seam work -----------------------------------------------------------
+# -- len() once the writer is closed (fixed by main's storage-seam work) ---------------------
 
 
-@pytest.mark.xfail(strict=True, reason="fixed on main by the storage-seam work")
 def test_len_after_close_counts_the_committed_frames(tmp_path: Path) -> None:
     store = mrecd.open(tmp_path / "data")
     with store.create_record("r", declaration=mrecd.Declaration.from_dict(DECLARATION)) as rec:
