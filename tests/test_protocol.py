@@ -28,7 +28,6 @@ INTENDED_DIFFERENCES: dict[str, dict[str, str]] = {
         "close": "writer: commits and releases the writer lock",
         "nstep": "writer: frames committed on disk, while len counts queued ones too",
         "refresh": "follows a store that another process appends to",
-        "path": "a record's trajectory is a directory; a collection's is values in one file",
         "url": "a record's trajectory lives at a store URL; a collection's has no URL of its own",
         "count": "Sequence mixin",
         "index": "Sequence mixin",
