@@ -6,12 +6,13 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY server ./server
 COPY client ./client
-RUN pip wheel --no-cache-dir --wheel-dir /wheels .
+# the command line drives the storage bindings: the `server` extra, not the client-only base
+RUN pip wheel --no-cache-dir --wheel-dir /wheels '.[server]'
 
 FROM python:3.12-slim
 RUN useradd --create-home --uid 10001 mrecd
 COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir /wheels/*.whl && rm -rf /wheels
+RUN pip install --no-cache-dir --no-index --find-links /wheels 'mrecd[server]' && rm -rf /wheels
 USER mrecd
 WORKDIR /data
 ENTRYPOINT ["mrecd"]

@@ -1,7 +1,8 @@
 """mrecd: storage for molecular simulation records (the molrec format).
 
 The record model (:class:`Frame`, :class:`Block`, :class:`Column`,
-:class:`Box`, :class:`Declaration`), declared precision (:func:`quantum`,
+:class:`Box`, :class:`Declaration`), a record's content in memory
+(:class:`Record`), force fields (:class:`ForceField`), declared precision (:func:`quantum`,
 :func:`quantize`) and MRF1 frame bytes (:func:`encode_frame`,
 :func:`decode_frame`) are importable from here, and so is the local API:
 records at a path (:func:`create_record`, :func:`open_record`,
@@ -11,6 +12,7 @@ catalog of many records (:func:`open` -> :class:`Catalog`).
 
 from typing import TYPE_CHECKING
 
+from ._record import Record
 from .codecs import decode_frame, encode_frame
 from .errors import (
     AlreadyExists,
@@ -21,6 +23,7 @@ from .errors import (
     PermissionDenied,
     PreconditionFailed,
     ReadOnlyError,
+    RecordOutOfRange,
     RetryableError,
     StepOrderError,
     StoreUnavailable,
@@ -38,7 +41,6 @@ from .model import (
     Declaration,
     Frame,
     MetaSpec,
-    Record,
     on_grid,
     quantize,
     quantum,
@@ -66,6 +68,7 @@ __all__ = [
     "PreconditionFailed",
     "ReadOnlyError",
     "Record",
+    "RecordOutOfRange",
     "RetryableError",
     "StepOrderError",
     "StoreUnavailable",

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 import mrecd
+from mrecd import Record
 from mrecd.forcefield import ForceField
-from mrecd.model import Block, Box, Declaration, Frame, Record, box_updates_from_dict
+from mrecd.model import Block, Box, Declaration, Frame, box_updates_from_dict
 
 CUBE = [[10.0, 0.0, 0.0], [0.0, 10.0, 0.0], [0.0, 0.0, 10.0]]
 

@@ -17,8 +17,9 @@ from ._collection import (
     load_collection,
     open_collection,
 )
+from ._protocols import FrameSlice, TrajectoryLike
 from ._record import StoredRecord, create_record, open_record, pack_record
-from ._trajectory import FrameSlice, Trajectory
+from ._trajectory import Trajectory
 from ._validate import validate_record
 from ._violations import Violation
 
@@ -30,6 +31,7 @@ __all__ = [
     "RecordOutOfRange",
     "StoredRecord",
     "Trajectory",
+    "TrajectoryLike",
     "Violation",
     "check_record_name",
     "create_collection",

@@ -13,6 +13,9 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
 
+import numpy as np
+import numpy.typing as npt
+
 from ..bindings.lmdb import (
     LmdbCollection,
     RecordParts,
@@ -23,9 +26,10 @@ from ..bindings.lmdb import (
     index_values,
     join,
 )
-from ..errors import InvalidRecord, NotFound
+from ..errors import InvalidRecord, NotFound, RecordOutOfRange
 from ..forcefield import ForceField
-from ..model import Block, Declaration, Frame, Record
+from ..model import Block, Declaration, Frame, Record, decode_meta, series_array
+from ._protocols import FrameSlice
 
 __all__ = [
     "Collection",
@@ -37,10 +41,6 @@ __all__ = [
 ]
 
 PathLike = str | os.PathLike[str]
-
-
-class RecordOutOfRange(NotFound, IndexError):  # noqa: N818 - named like NotFound
-    """An ordinal outside ``0 <= r < len``: a :class:`NotFound` and an ``IndexError``."""
 
 
 def _ordinal(i: int, n: int, what: str) -> int:
@@ -57,12 +57,14 @@ def _ordinal(i: int, n: int, what: str) -> int:
 
 
 class CollectionTrajectory(Sequence[Frame]):
-    """A record's trajectory, read lazily: ``len``, ``[i]``, :meth:`read`, iteration.
+    """A record's trajectory, read lazily: ``len``, ``[i]``, ``[i:j:k]``, :meth:`read`, iteration.
 
-    Each ``[i]`` is a resolved frame (carry-forward, trajectory.md §6) with
-    its ``step``, ``time``, cell and per-step ``meta``; its arrays are copies
-    that outlive the read. Frames compare equal to the frames appended when
-    those were presented whole. Compares equal to any sequence of equal frames.
+    Conforms to :class:`~mrecd.api.TrajectoryLike`, as a record's
+    :class:`~mrecd.api.Trajectory` does. Each ``[i]`` is a resolved frame
+    (carry-forward, trajectory.md §6) with its ``step``, ``time``, cell and
+    per-step ``meta``; its arrays are copies that outlive the read. Frames
+    compare equal to the frames appended when those were presented whole.
+    Compares equal to any sequence of equal frames.
     """
 
     __slots__ = ("_binding", "_frames", "_view")
@@ -84,16 +86,51 @@ class CollectionTrajectory(Sequence[Frame]):
         """The record's system (what :meth:`read` joins with ``join=True``)."""
         return self._view.system
 
-    @property
-    def steps(self) -> list[int]:
-        """The step number of every frame."""
-        return list(self._layout().steps)
+    def steps(self) -> npt.NDArray[np.int64]:
+        """The step number of every frame, ``i64[n]``."""
+        return np.array(self._layout().steps[: len(self)], dtype=np.int64)
 
-    @property
-    def times(self) -> list[float] | None:
-        """The time of every frame, or ``None`` when the trajectory has none."""
+    def times(self) -> npt.NDArray[np.float64] | None:
+        """The time of every frame, ``f64[n]``, or ``None`` when the trajectory has none."""
         times = self._layout().times
-        return None if times is None else list(times)
+        return None if times is None else np.array(times[: len(self)], dtype=np.float64)
+
+    def series(self, key: str, start: int = 0, stop: int | None = None) -> npt.NDArray[Any]:
+        """The per-step values of meta key ``key`` over frames ``[start, stop)``.
+
+        Parameters
+        ----------
+        key
+            A declared per-step meta key.
+        start, stop
+            Frame ordinals, clipped to ``[0, len]``; ``stop=None`` is ``len``.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``[n]`` of the tag's element dtype, ``[n, width]`` for vector tags
+            (``json`` values as compact JSON text), as a record's trajectory
+            returns them.
+
+        Raises
+        ------
+        InvalidRecord
+            ``key`` is not declared, or a stored value breaks its tag.
+        """
+        spec = self.declaration.meta.get(key)
+        if spec is None:
+            raise InvalidRecord(
+                f"meta key {key!r} is not declared; known: {sorted(self.declaration.meta)}",
+                path=f"{self._view.path}.meta",
+            )
+        lo = max(0, start)
+        hi = max(lo, len(self) if stop is None else min(stop, len(self)))
+        metas = self._layout().metas
+        values = [
+            decode_meta(spec.dtype, metas[k][key], path=f"{self._view.path}[{k}].meta.{key}")
+            for k in range(lo, hi)
+        ]
+        return series_array(spec.dtype, values)
 
     def _layout(self) -> Any:
         with self._binding.reading() as txn:
@@ -105,10 +142,10 @@ class CollectionTrajectory(Sequence[Frame]):
     @overload
     def __getitem__(self, i: int) -> Frame: ...
     @overload
-    def __getitem__(self, i: slice) -> list[Frame]: ...
-    def __getitem__(self, i: int | slice) -> Frame | list[Frame]:
+    def __getitem__(self, i: slice) -> FrameSlice: ...
+    def __getitem__(self, i: int | slice) -> Frame | FrameSlice:
         if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
+            return FrameSlice(self, range(*i.indices(len(self))))
         return self.read(i)
 
     def __iter__(self) -> Iterator[Frame]:
@@ -134,7 +171,7 @@ class CollectionTrajectory(Sequence[Frame]):
         blocks
             Block names to return (all when ``None``); only the values holding
             them are decoded. A name neither declared nor (with ``join``) in
-            the system raises :class:`~mrecd.NotFound`.
+            the system raises :class:`~mrecd.InvalidRecord`.
         columns
             Column names kept in every returned block, or ``{block: names}``
             for some blocks; an unknown name raises :class:`~mrecd.NotFound`.
@@ -147,8 +184,11 @@ class CollectionTrajectory(Sequence[Frame]):
         ------
         RecordOutOfRange
             ``i`` is out of range (also an ``IndexError``).
+        TypeError
+            ``i`` is not an integer.
         InvalidRecord
-            The stored record breaks a reader rule (lmdb.md §5).
+            A block in ``blocks`` is unknown, or the stored record breaks a
+            reader rule (lmdb.md §5).
         """
         k = _ordinal(i, len(self), "frame")
         names = None if blocks is None else self._names(blocks, join)
@@ -177,7 +217,7 @@ class CollectionTrajectory(Sequence[Frame]):
             known |= set(self.system)
         unknown = [n for n in names if n not in known]
         if unknown:
-            raise NotFound(
+            raise InvalidRecord(
                 f"blocks {unknown} are not declared; known: {sorted(known)}", path="blocks"
             )
         return names

@@ -20,6 +20,7 @@ from ..bindings.zarr import TrajectoryReader, TrajectoryWriter, Tree, create_tra
 from ..errors import InvalidRecord, MrecdError, PreconditionFailed, ReadOnlyError
 from ..model import Block, Declaration, Frame
 from ..storage import Location, WriterLease, location_of
+from ._protocols import FrameSlice
 from ._violations import Violation
 
 __all__ = [
@@ -338,33 +339,6 @@ class Trajectory(Sequence[Frame]):
         if self._lease is not None:
             self._lease.release()
             self._lease = None
-
-
-class FrameSlice(Sequence[Frame]):
-    """A lazy view of frames ``traj[i:j:k]``: frames are read when indexed or iterated."""
-
-    def __init__(self, trajectory: Trajectory, ordinals: range) -> None:
-        self._trajectory = trajectory
-        self._ordinals = ordinals
-
-    def __len__(self) -> int:
-        return len(self._ordinals)
-
-    @overload
-    def __getitem__(self, i: int) -> Frame: ...
-    @overload
-    def __getitem__(self, i: slice) -> FrameSlice: ...
-    def __getitem__(self, i: int | slice) -> Frame | FrameSlice:
-        if isinstance(i, slice):
-            return FrameSlice(self._trajectory, self._ordinals[i])
-        return self._trajectory.read(self._ordinals[i])
-
-    def __iter__(self) -> Iterator[Frame]:
-        for j in self._ordinals:
-            yield self._trajectory.read(j)
-
-    def __repr__(self) -> str:
-        return f"FrameSlice({self._ordinals})"
 
 
 def open_trajectory(record: Any, *, flush_every: int | None = None) -> Trajectory:

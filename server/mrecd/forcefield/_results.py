@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from ..errors import InvalidRecord
+from ..errors import AmbiguousLookup
 
 __all__ = [
     "AmbiguousLookup",
@@ -38,17 +38,6 @@ def plain(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     return value
-
-
-class AmbiguousLookup(InvalidRecord):
-    """The short form ``result[key]`` asked of an answer where several rows state ``key``.
-
-    The detailed form (``rows``, ``terms``, ``matches``) still holds every
-    answer; name a ``style`` in the lookup to get one.
-    """
-
-    slug = "ambiguous-lookup"
-    title = "Ambiguous lookup"
 
 
 class _Keyed(Protocol):

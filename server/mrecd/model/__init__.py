@@ -3,10 +3,17 @@
 Containers (frame.md): :class:`Column`, :class:`Block`, :class:`Frame`,
 :class:`Box`; the trajectory declaration (trajectory.md §8):
 :class:`Declaration`; typed meta values and declared precision.
+
+:class:`~mrecd.Record` holds a force field, which builds on this package, so
+it lives above both (``mrecd.Record``); ``mrecd.model.Record`` still resolves
+to it, loaded on first use, and imports nothing from here at import time.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from ._block import ENDPOINTS, Block, check_target
 from ._box import Box
+from ._cells import box_updates_from_dict, box_updates_to_dict
 from ._column import Column
 from ._declaration import (
     RESERVED_BLOCK_NAMES,
@@ -49,8 +56,8 @@ from ._frame import (
     decode_meta_document,
 )
 from ._precision import PRECISION_MAX, PRECISION_MIN, check_precision, on_grid, quantize, quantum
-from ._record import SUBSTANTIVE_SECTIONS, Record, box_updates_from_dict, box_updates_to_dict
 from ._sequence import SequenceState, Update, check_system_alignment
+from ._series import series_array
 from ._typed import (
     META_TAGS,
     TAG_LAYOUT,
@@ -84,7 +91,6 @@ __all__ = [
     "RESERVED_BLOCK_NAMES",
     "RESERVED_COLUMN_NAMES",
     "STRING_DTYPE",
-    "SUBSTANTIVE_SECTIONS",
     "TAG_LAYOUT",
     "ZARR_DATA_TYPE",
     "Block",
@@ -97,7 +103,6 @@ __all__ = [
     "Frame",
     "MetaSpec",
     "MetaTag",
-    "Record",
     "SequenceState",
     "Update",
     "as_column_array",
@@ -136,5 +141,22 @@ __all__ = [
     "quantize",
     "quantum",
     "read_untagged",
+    "series_array",
     "stamp_meta",
 ]
+
+# Moved above the model (mrecd._record) to break the model <-> forcefield cycle;
+# still resolvable here, lazily, for code written against the old home.
+_MOVED = frozenset({"Record", "SUBSTANTIVE_SECTIONS"})
+
+if TYPE_CHECKING:
+    from .._record import SUBSTANTIVE_SECTIONS as SUBSTANTIVE_SECTIONS
+    from .._record import Record as Record
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED:
+        from .. import _record
+
+        return getattr(_record, name)
+    raise AttributeError(f"module 'mrecd.model' has no attribute {name!r}")

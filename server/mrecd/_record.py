@@ -5,6 +5,9 @@ trajectory frames), what a Zarr record can be created from, and the logical
 JSON form of the published schema (``schema/core/record``), in which a
 trajectory is ``{blocks, meta, frames, step, time, box: {cell_defined,
 updates}}``.
+
+A record holds a force field, so this module sits above both
+:mod:`mrecd.model` and :mod:`mrecd.forcefield` (which builds on the model).
 """
 
 from __future__ import annotations
@@ -12,22 +15,25 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from ..errors import InvalidRecord
-from ._block import Block
-from ._box import Box
-from ._declaration import Declaration
-from ._documents import check_method, check_record_meta, check_status
-from ._frame import Frame
-from ._sequence import SequenceState
-from ._typed import decode_element, encode_element, finite_json
+from .errors import InvalidRecord
+from .forcefield import ForceField
+from .model import (
+    Block,
+    Box,
+    Declaration,
+    Frame,
+    SequenceState,
+    box_updates_from_dict,
+    box_updates_to_dict,
+    check_method,
+    check_record_meta,
+    check_status,
+    decode_element,
+    encode_element,
+    finite_json,
+)
 
-__all__ = [
-    "SECTIONS",
-    "SUBSTANTIVE_SECTIONS",
-    "Record",
-    "box_updates_from_dict",
-    "box_updates_to_dict",
-]
+__all__ = ["SECTIONS", "SUBSTANTIVE_SECTIONS", "Record"]
 
 #: Root sections this model reads; any other root key is preserved as plain JSON.
 SECTIONS: Final = ("meta", "system", "frame", "trajectory", "forcefield", "status", "method")
@@ -62,7 +68,7 @@ class Record:
         The trajectory's frames in order (each with its ``step``), ``[]`` for a
         trajectory with zero frames, ``None`` for no trajectory.
     forcefield
-        A :class:`mrecd.forcefield.ForceField`, or ``None``.
+        A :class:`~mrecd.forcefield.ForceField`, or ``None``.
     declaration
         The trajectory's pinned ``sequence_schema`` (a :class:`Declaration`),
         when the record states it; derived from the frames by :meth:`to_dict`
@@ -93,7 +99,7 @@ class Record:
         system: Frame | None = None,
         frame: Frame | None = None,
         trajectory: Iterable[Frame] | None = None,
-        forcefield: Any = None,
+        forcefield: ForceField | None = None,
         declaration: Declaration | None = None,
         status: Mapping[str, Any] | None = None,
         method: Mapping[str, Any] | None = None,
@@ -223,12 +229,8 @@ def _other_sections(sections: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _forcefield(data: Any) -> Any:
-    if data is None:
-        return None
-    from ..forcefield import ForceField  # deferred: the force field builds on the model
-
-    return ForceField.from_dict(data)
+def _forcefield(data: Any) -> ForceField | None:
+    return None if data is None else ForceField.from_dict(data)
 
 
 # -- trajectory -------------------------------------------------------------------------------
@@ -300,71 +302,6 @@ def _cells(data: Any, count: int) -> dict[int, Box]:
             f"cell updates at ordinals {late} past the {count} frames", path="trajectory.box"
         )
     return cells
-
-
-def box_updates_from_dict(data: Any, *, path: str = "trajectory.box") -> list[tuple[int, Box]]:
-    """Read a trajectory's cell section ``{cell_defined, updates: [{box, step_index}]}``.
-
-    ``step_index`` values are frame ordinals, strictly ascending; ``cell_defined``
-    is the section's one flag, applied to every update.
-    """
-    if not isinstance(data, Mapping):
-        raise InvalidRecord("the cell section is a JSON object {cell_defined, updates}", path=path)
-    unknown = set(data) - {"cell_defined", "updates"}
-    if unknown:
-        raise InvalidRecord(f"unknown cell section keys {sorted(unknown)}", path=path)
-    cell_defined = data.get("cell_defined", True)
-    if not isinstance(cell_defined, bool):
-        raise InvalidRecord("cell_defined is a boolean", path=f"{path}.cell_defined")
-    updates = data.get("updates", [])
-    if not isinstance(updates, list):
-        raise InvalidRecord("updates is a JSON array", path=f"{path}.updates")
-    out: list[tuple[int, Box]] = []
-    for i, update in enumerate(updates):
-        ordinal, box = _box_update(update, cell_defined, f"{path}.updates.{i}")
-        if out and ordinal <= out[-1][0]:
-            raise InvalidRecord(
-                "step_index values are strictly ascending", path=f"{path}.updates.{i}"
-            )
-        out.append((ordinal, box))
-    return out
-
-
-def _box_update(data: Any, cell_defined: bool, path: str) -> tuple[int, Box]:
-    if not isinstance(data, Mapping) or set(data) != {"box", "step_index"}:
-        raise InvalidRecord("a cell update is {box, step_index}", path=path)
-    ordinal = data["step_index"]
-    if isinstance(ordinal, bool) or not isinstance(ordinal, int) or ordinal < 0:
-        raise InvalidRecord(
-            f"step_index is a frame ordinal (a non-negative integer), not {ordinal!r}",
-            path=f"{path}.step_index",
-        )
-    raw = data["box"]
-    if not isinstance(raw, Mapping) or "cell_defined" in raw:
-        raise InvalidRecord(
-            "an update's box is {vectors, origin?, boundary?}: cell_defined is the section's",
-            path=f"{path}.box",
-        )
-    return ordinal, Box.from_dict({**raw, "cell_defined": cell_defined}, path=f"{path}.box")
-
-
-def box_updates_to_dict(updates: Iterable[tuple[int, Box]]) -> dict[str, Any] | None:
-    """The cell section of :func:`box_updates_from_dict`; ``None`` when there is no cell."""
-    items = list(updates)
-    if not items:
-        return None
-    if not all(isinstance(box, Box) and isinstance(i, int) for i, box in items):
-        raise InvalidRecord("cell updates are (ordinal, Box) pairs", path="trajectory.box")
-    return {
-        "cell_defined": items[0][1].cell_defined,
-        "updates": [
-            {
-                "box": {k: v for k, v in box.to_dict().items() if k != "cell_defined"},
-                "step_index": i,
-            }
-            for i, box in items
-        ],
-    }
 
 
 def _write_trajectory(frames: list[Frame], declaration: Declaration | None) -> dict[str, Any]:
