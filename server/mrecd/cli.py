@@ -4,6 +4,8 @@ Subcommands::
 
     mrecd pack <dir.mrec> [-o file.mrec.zip] [--force]
     mrecd validate <path>
+    mrecd ingest TOPOLOGY [TRAJECTORY...] -o STORE/NAME [--precision P] [--quiet]
+    mrecd export STORE/NAME -o out.xtc|.dcd|.pdb|.gro [--frame I] [--force]
 
 Exit status: 0 on success (``validate``: the record is clean), 1 when
 ``validate`` found violations, 2 for a usage error or a refused operation.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from . import api
 from .errors import MrecdError
@@ -38,6 +41,72 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ingest(args: argparse.Namespace) -> int:
+    from .md import ingest, split_target  # MDAnalysis loads only for these commands
+
+    store, name = split_target(args.output)
+    done = ingest(
+        [args.topology, *args.trajectories],
+        store,
+        name,
+        precision=args.precision,
+        start=args.start,
+        stop=args.stop,
+        step=args.step,
+        progress=not args.quiet,
+    )
+    precision = "lossless" if done.precision is None else f"precision {done.precision:g} Å"
+    print(
+        f"{args.output}: {done.frames} frames of {done.atoms} atoms, {precision},"
+        f" {done.frames_per_second:.0f} frames/s",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from .md import export
+
+    frames = export(
+        args.source,
+        args.output,
+        frame=args.frame,
+        start=args.start,
+        stop=args.stop,
+        step=args.step,
+        overwrite=args.force,
+    )
+    print(f"{args.output}: {frames} frames", file=sys.stderr)
+    return 0
+
+
+def _frame_options(command: argparse.ArgumentParser) -> None:
+    for flag in ("start", "stop", "step"):
+        command.add_argument(f"--{flag}", type=int, help=f"frame slice {flag} (Python slicing)")
+
+
+def _md_commands(commands: Any) -> None:
+    ingest = commands.add_parser(
+        "ingest", help="read a trajectory with MDAnalysis into a new record (needs mrecd[md])"
+    )
+    ingest.add_argument("topology", help="topology file (PSF, PRMTOP, TPR, GRO, PDB ...)")
+    ingest.add_argument("trajectories", nargs="*", help="trajectory files (XTC, DCD, TRR ...)")
+    ingest.add_argument("-o", "--output", required=True, help="the new record: STORE/NAME")
+    ingest.add_argument(
+        "--precision", type=float, help="declared x/y/z precision in Å (default: the source's)"
+    )
+    _frame_options(ingest)
+    ingest.add_argument("--quiet", action="store_true", help="no progress bar")
+    ingest.set_defaults(run=_ingest)
+    export = commands.add_parser("export", help="write a record's trajectory through MDAnalysis")
+    export.add_argument("source", help="the record: STORE/NAME, or a *.mrec / *.mrec.zip path")
+    export.add_argument("-o", "--output", required=True, help="out.xtc, .dcd, .pdb, .gro ...")
+    export.add_argument("--frame", type=int, help="write only this frame (-1: the last)")
+    _frame_options(export)
+    export.add_argument("--force", action="store_true", help="replace an existing file")
+    export.set_defaults(run=_export)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mrecd", description="Store and check molrec records.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -53,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     validate.add_argument("path", help="the record (<stem>.mrec or <stem>.mrec.zip)")
     validate.set_defaults(run=_validate)
+    _md_commands(commands)
     return parser
 
 
