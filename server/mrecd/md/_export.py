@@ -19,16 +19,19 @@ def _writer_options(path: Path, frames: int, u: Any) -> dict[str, Any]:
     from MDAnalysis.coordinates.core import get_writer_for
 
     try:
-        get_writer_for(str(path), multiframe=frames > 1)
+        get_writer_for(str(path), multiframe=False)
     except (TypeError, ValueError):
-        if frames > 1:
-            raise InvalidRecord(
-                f"MDAnalysis writes one frame to {path.suffix!r} files and {frames} are selected:"
-                " choose one (frame=/--frame)",
-                path=str(path),
-            ) from None
         raise InvalidRecord(
             f"MDAnalysis has no writer for {path.suffix or 'files without an extension'!r}",
+            path=str(path),
+        ) from None
+    try:
+        if frames > 1:
+            get_writer_for(str(path), multiframe=True)
+    except (TypeError, ValueError):
+        raise InvalidRecord(
+            f"MDAnalysis writes one frame to {path.suffix!r} files and {frames} are selected:"
+            " choose one (frame=/--frame)",
             path=str(path),
         ) from None
     options: dict[str, Any] = {"n_atoms": u.atoms.n_atoms}
