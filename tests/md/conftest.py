@@ -7,12 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import MDAnalysis as mda  # noqa: N813 - the package's own convention
 import pytest
+from MDAnalysisTests import datafiles as data
 
 import mrecd
-
-mda = pytest.importorskip("MDAnalysis")
-data = pytest.importorskip("MDAnalysisTests.datafiles")
 
 
 @dataclass
