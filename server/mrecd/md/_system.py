@@ -105,7 +105,8 @@ def _relation(universe: Any, name: str, endpoints: tuple[str, ...]) -> Block | N
     attr = _topology_attr(universe, name)
     if attr is None:
         return None
-    rows = np.asarray(getattr(universe.atoms, name).to_indices(), dtype=np.uint64)
+    # the parser's own rows, in file order (a TopologyGroup would sort them, slowly)
+    rows = np.asarray(attr.values, dtype=np.uint64)
     if rows.size == 0:
         return None
     rows = rows.reshape(-1, len(endpoints))
