@@ -41,6 +41,19 @@ def _validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _without_mdanalysis(run: Callable[[argparse.Namespace], int]) -> Callable[..., int]:
+    """``run``, but without MDAnalysis: say how to install it and exit 2 (no traceback)."""
+
+    def checked(args: argparse.Namespace) -> int:
+        try:
+            return run(args)
+        except ImportError as exc:
+            print(f"mrecd {args.command}: {exc}", file=sys.stderr)
+            return 2
+
+    return checked
+
+
 def _ingest(args: argparse.Namespace) -> int:
     from .md import ingest, split_target  # MDAnalysis loads only for these commands
 
@@ -97,14 +110,14 @@ def _md_commands(commands: Any) -> None:
     )
     _frame_options(ingest)
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
-    ingest.set_defaults(run=_ingest)
+    ingest.set_defaults(run=_without_mdanalysis(_ingest))
     export = commands.add_parser("export", help="write a record's trajectory through MDAnalysis")
     export.add_argument("source", help="the record: STORE/NAME, or a *.mrec / *.mrec.zip path")
     export.add_argument("-o", "--output", required=True, help="out.xtc, .dcd, .pdb, .gro ...")
     export.add_argument("--frame", type=int, help="write only this frame (-1: the last)")
     _frame_options(export)
     export.add_argument("--force", action="store_true", help="replace an existing file")
-    export.set_defaults(run=_export)
+    export.set_defaults(run=_without_mdanalysis(_export))
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,11 @@ def test_command_line_refusals_exit_2_with_the_reason(tmp_path: Path, capsys) ->
     assert "mrecd ingest: adk: the store holds a record named 'adk'" in capsys.readouterr().err
     assert cli(["export", f"{tmp_path}/nope", "-o", str(tmp_path / "x.xtc")]) == 2
     assert "no record named 'nope'" in capsys.readouterr().err
+
+
+def test_without_mdanalysis_the_commands_say_how_to_install_it(
+    tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "MDAnalysis", None)  # an import of it now fails
+    assert cli(["ingest", PSF, DCD, "-o", f"{tmp_path}/adk", "--quiet"]) == 2
+    assert "needs MDAnalysis: pip install 'mrecd[md]'" in capsys.readouterr().err

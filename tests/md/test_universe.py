@@ -11,7 +11,7 @@ import mrecd
 from mrecd.api import Trajectory
 from mrecd.md import MrecReader, universe
 
-from .conftest import Ingests
+from .conftest import Ingests, mda
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 
@@ -131,3 +131,14 @@ def test_refusals_name_the_problem(tmp_path) -> None:
     store.create_record("empty", system=mrecd.Frame({"atoms": {"name": ["A"]}})).close()
     with pytest.raises(mrecd.InvalidRecord, match="no trajectory frames"):
         universe(tmp_path / "empty")
+
+
+def test_mdanalysis_opens_a_record_path_as_a_trajectory(ingested: Ingests) -> None:
+    source = ingested["dcd"]
+    # loading mrecd.md's reader registers the MREC format: a *.mrec root is a trajectory file
+    u = mda.Universe(source.files[0], str(source.store / "dcd.mrec"))
+    assert isinstance(u.trajectory, MrecReader) and u.trajectory.n_frames == 12
+    np.testing.assert_array_equal(
+        u.trajectory[11].positions, source.original().trajectory[11].positions
+    )
+    u.trajectory.close()

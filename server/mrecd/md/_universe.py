@@ -36,6 +36,9 @@ def universe(source: StoredRecord | str | PathLike[str]) -> Any:
     10,000-frame record is not loaded whole. Positions are the stored Å
     values (as MDAnalysis's float32), the cell comes from each frame's box,
     ``ts.time`` is the record's time in ps and ``ts.data["step"]`` its step.
+    Once this has run (or :class:`~mrecd.md.MrecReader` was imported),
+    MDAnalysis also opens a ``*.mrec`` root as a trajectory of its own:
+    ``MDAnalysis.Universe("topol.psf", "data/run-1.mrec")``.
 
     Parameters
     ----------
