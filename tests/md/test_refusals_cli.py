@@ -50,6 +50,9 @@ def test_files_that_disagree_are_refused_with_mdanalysis_reason(tmp_path: Path) 
         ingest([PSF, XTC], tmp_path)
     with pytest.raises(mrecd.InvalidRecord, match="holds no coordinates"):
         ingest([PSF], tmp_path)
+    with pytest.raises(mrecd.InvalidRecord, match="holds no coordinates"):
+        mrecd.ingest(mda.Universe(PSF), tmp_path, "r")
+    assert mrecd.open(tmp_path).records() == []
 
 
 def test_overlapping_inputs_are_refused_and_leave_no_record(tmp_path: Path) -> None:

@@ -91,17 +91,29 @@ def _open_universe(paths: Paths) -> tuple[Any, list[str]]:
         u = mdanalysis().Universe(str(topology), *map(str, trajectories))
     except (ValueError, TypeError, OSError) as exc:
         raise InvalidRecord(f"MDAnalysis could not read it: {exc}", path=str(topology)) from None
+    return _with_coordinates(u), [str(p) for p in (topology, *trajectories)]
+
+
+def _with_coordinates(u: Any) -> Any:
     if not hasattr(u, "trajectory"):
         raise InvalidRecord(
-            "the topology holds no coordinates: give a trajectory file too", path=str(topology)
+            "the topology holds no coordinates: give a trajectory file too",
+            path=str(getattr(u, "filename", None) or "universe"),
         )
-    return u, [str(p) for p in (topology, *trajectories)]
+    return u
+
+
+def _files_of(u: Any) -> list[str]:
+    """The files a Universe was read from (topology first), each once."""
+    trajectory = u.trajectory
+    names = [u.filename, *getattr(trajectory, "filenames", [trajectory.filename])]
+    return list(dict.fromkeys(str(n) for n in names if n))
 
 
 def _universe_of(source: Any) -> tuple[Any, list[str]]:
-    if hasattr(source, "atoms") and hasattr(source, "trajectory"):
-        names = [getattr(source, "filename", None), getattr(source.trajectory, "filename", None)]
-        return source, [str(n) for n in names if n]
+    if isinstance(source, mdanalysis().Universe):
+        u = _with_coordinates(source)
+        return u, _files_of(u)
     return _open_universe(source)
 
 
