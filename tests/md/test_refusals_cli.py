@@ -65,8 +65,10 @@ def test_overlapping_inputs_are_refused_and_leave_no_record(tmp_path: Path) -> N
 def test_bad_options_are_refused_before_anything_is_written(tmp_path: Path) -> None:
     with pytest.raises(mrecd.InvalidRecord, match="select none"):
         ingest([PSF, DCD], tmp_path, start=500)
+    with pytest.raises(mrecd.InvalidRecord, match="step cannot be zero"):
+        ingest([PSF, DCD], tmp_path, step=0)
     with pytest.raises(mrecd.InvalidRecord, match="precision"):
-        ingest([PSF, DCD], tmp_path, precision=0.0)
+        ingest([str(tmp_path / "not-even-read.psf")], tmp_path, precision=0.0)
     with pytest.raises(mrecd.InvalidRecord, match="give a topology"):
         ingest([], tmp_path)
     assert mrecd.open(tmp_path).records() == []

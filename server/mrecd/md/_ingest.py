@@ -163,10 +163,20 @@ def box_of(dimensions: Any) -> Box | None:
     return Box(rows.T)  # MDAnalysis gives the lattice vectors as rows; a Box holds them as columns
 
 
+def _frame_of(ts: Any, step: int) -> Frame:
+    xyz = np.asarray(ts.positions, dtype=np.float64).T.copy()  # three contiguous rows
+    return Frame(
+        {"atoms": {"x": xyz[0], "y": xyz[1], "z": xyz[2]}},
+        step=step,
+        time=float(ts.time),
+        box=box_of(ts.dimensions),
+    )
+
+
 def _frames(trajectory: Any, selection: slice) -> Iterator[Frame]:
     """Frames of ``trajectory[selection]``, stepped by the reader's step if any, else the frame."""
     use_steps: bool | None = None
-    last: tuple[int, int] | None = None
+    last: tuple[int, int] | None = None  # (frame, step) of the previous frame
     for ts in trajectory[selection]:
         if use_steps is None:
             use_steps = "step" in ts.data
@@ -179,13 +189,7 @@ def _frames(trajectory: Any, selection: slice) -> Iterator[Frame]:
                 path="trajectory/step",
             )
         last = (int(ts.frame), step)
-        xyz = np.asarray(ts.positions, dtype=np.float64).T.copy()  # three contiguous rows
-        yield Frame(
-            {"atoms": {"x": xyz[0], "y": xyz[1], "z": xyz[2]}},
-            step=step,
-            time=float(ts.time),
-            box=box_of(ts.dimensions),
-        )
+        yield _frame_of(ts, step)
 
 
 def _batches(frames: Iterator[Frame], size: int) -> Iterator[list[Frame]]:
@@ -218,6 +222,22 @@ class _NoProgress:
 
 
 # -- the record ------------------------------------------------------------------------------------
+
+
+def _selection(
+    n_frames: int, start: int | None, stop: int | None, step: int | None
+) -> tuple[slice, int]:
+    """``slice(start, stop, step)`` and the frames it selects; refuse a selection of none."""
+    selection = slice(start, stop, step)
+    try:
+        total = len(range(n_frames)[selection])
+    except ValueError as exc:  # a zero step
+        raise InvalidRecord(f"frames [{start}:{stop}:{step}]: {exc}", path="frames") from None
+    if total == 0:
+        raise InvalidRecord(
+            f"frames [{start}:{stop}:{step}] of {n_frames} select none", path="frames"
+        )
+    return selection, total
 
 
 def _declaration(precision: float | None) -> Declaration:
@@ -323,20 +343,15 @@ def ingest(
     StepOrderError
         The reader's steps do not strictly increase (overlapping inputs).
     """
+    if precision is not None:
+        precision = check_precision(precision, path="precision")
     sink = sink_of(store)
     if isinstance(sink, Container) and name in sink:  # refuse before parsing a large topology
         raise AlreadyExists(f"the store holds a record named {name!r}", path=name)
     universe, sources = _universe_of(source)
     trajectory = universe.trajectory
     declared = source_precision(trajectory) if precision is None else precision
-    if declared is not None:
-        declared = check_precision(declared, path="precision")
-    selection = slice(start, stop, step)
-    total = len(range(trajectory.n_frames)[selection])
-    if total == 0:
-        raise InvalidRecord(
-            f"frames [{start}:{stop}:{step}] of {trajectory.n_frames} select none", path="frames"
-        )
+    selection, total = _selection(trajectory.n_frames, start, stop, step)
     n_atoms = int(universe.atoms.n_atoms)
     batch = max(1, min(BATCH_FRAMES, BATCH_VALUES // max(1, 3 * n_atoms)))
     record = sink.create_record(
