@@ -4,7 +4,7 @@ Subcommands::
 
     mrecd pack <dir.mrec> [-o file.mrec.zip] [--force]
     mrecd validate <path>
-    mrecd ingest TOPOLOGY [TRAJECTORY...] -o STORE/NAME [--precision P] [--quiet]
+    mrecd ingest TOPOLOGY [TRAJECTORY...] -o STORE/NAME [--precision P] [--format F] [--quiet]
     mrecd export STORE/NAME -o out.xtc|.dcd|.pdb|.gro [--frame I] [--force]
 
 Exit status: 0 on success (``validate``: the record is clean), 1 when
@@ -67,6 +67,8 @@ def _ingest(args: argparse.Namespace) -> int:
         stop=args.stop,
         step=args.step,
         progress=not args.quiet,
+        format=args.format,
+        topology_format=args.topology_format,
     )
     precision = "lossless" if done.precision is None else f"precision {done.precision:g} Å"
     print(
@@ -109,6 +111,10 @@ def _md_commands(commands: Any) -> None:
         "--precision", type=float, help="declared x/y/z precision in Å (default: the source's)"
     )
     _frame_options(ingest)
+    ingest.add_argument(
+        "--format", help="MDAnalysis trajectory format, when the extension lacks it"
+    )
+    ingest.add_argument("--topology-format", help="MDAnalysis topology format, likewise")
     ingest.add_argument("--quiet", action="store_true", help="no progress bar")
     ingest.set_defaults(run=_without_mdanalysis(_ingest))
     export = commands.add_parser("export", help="write a record's trajectory through MDAnalysis")

@@ -236,3 +236,23 @@ def test_the_progress_bar_reports_frames_per_second(tmp_path, capsys) -> None:
     assert "3/3" in bar and "frame/s" in bar
     mrecd.ingest([PSF, DCD], tmp_path, "quiet", stop=3, progress=False)
     assert capsys.readouterr().err == ""
+
+
+def test_a_lammps_dump_is_read_when_its_format_is_named(tmp_path, capsys) -> None:
+    from MDAnalysisTests.datafiles import (
+        LAMMPSDUMP,
+    )  # *.lammpstrj.bz2: no extension MDAnalysis knows
+
+    from mrecd.cli import main as cli
+
+    with pytest.raises(mrecd.InvalidRecord, match="reads no topology"):
+        mrecd.ingest([LAMMPSDUMP], tmp_path, "dump", progress=False)
+    done = mrecd.ingest([LAMMPSDUMP], tmp_path, "dump", format="LAMMPSDUMP", progress=False)
+    orig = mda.Universe(LAMMPSDUMP, format="LAMMPSDUMP")
+    with mrecd.open(tmp_path).record("dump") as rec:
+        assert done.frames == len(rec.trajectory) == orig.trajectory.n_frames == 3
+        for frame, ts in zip(rec.trajectory, orig.trajectory, strict=True):
+            np.testing.assert_array_equal(stored_xyz(frame), ts.positions)
+            assert frame.step == ts.data["step"] and frame.box == box_of(ts.dimensions)
+    argv = ["ingest", LAMMPSDUMP, "-o", f"{tmp_path}/cli", "--format", "LAMMPSDUMP", "--quiet"]
+    assert cli(argv) == 0 and "3 frames of 24 atoms" in capsys.readouterr().err

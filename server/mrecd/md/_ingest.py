@@ -26,6 +26,7 @@ BATCH_FRAMES: Final = 64
 BATCH_VALUES: Final = 1 << 23  # 64 MiB of f64
 
 Paths = str | PathLike[str] | Sequence[str | PathLike[str]]
+Formats = dict[str, str | None]
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ class Ingested:
 # -- the source ------------------------------------------------------------------------------------
 
 
-def _check_formats(topology: Path, trajectories: list[Path]) -> None:
+def _check_formats(topology: Path, trajectories: list[Path], formats: Formats) -> None:
     mda = mdanalysis()
     from MDAnalysis.coordinates.core import get_reader_for
     from MDAnalysis.topology.core import get_parser_for
@@ -67,28 +68,38 @@ def _check_formats(topology: Path, trajectories: list[Path]) -> None:
     for path in [topology, *trajectories]:
         if not path.is_file():
             raise NotFound("no such file", path=str(path))
-    checks = [(topology, get_parser_for, "topology")]
-    checks += [(p, get_reader_for, "trajectory") for p in trajectories]
-    for path, check, kind in checks:
+    checks = [(topology, get_parser_for, "topology", formats["topology_format"])]
+    checks += [(p, get_reader_for, "trajectory", formats["format"]) for p in trajectories]
+    for path, check, kind, named in checks:
         try:
-            check(str(path))
-        except ValueError:
+            check(str(path), format=named)
+        except (ValueError, KeyError):
+            how = f"format {named!r}" if named else f"extension {path.suffix or '(none)'!r}"
             raise InvalidRecord(
-                f"MDAnalysis {mda.__version__} reads no {kind} of this format (by its extension"
-                f" {path.suffix or '(none)'!r}); see its list of supported formats",
+                f"MDAnalysis {mda.__version__} reads no {kind} of this format (by its {how});"
+                " see its list of supported formats",
                 path=str(path),
             ) from None
 
 
-def _open_universe(paths: Paths) -> tuple[Any, list[str]]:
+def _formats(format: str | None, topology_format: str | None, alone: bool) -> Formats:
+    """MDAnalysis's format options; a lone file takes either for both, as MDAnalysis does."""
+    if alone:
+        format, topology_format = format or topology_format, topology_format or format
+    return {"format": format, "topology_format": topology_format}
+
+
+def _open_universe(paths: Paths, formats: Formats) -> tuple[Any, list[str]]:
     """A Universe over ``[topology, trajectory...]`` and the paths as the record's ``source``."""
     items = [paths] if isinstance(paths, (str, PathLike)) else list(paths)
     if not items:
         raise InvalidRecord("give a topology file (and trajectory files)", path="paths")
     topology, *trajectories = (Path(fspath(p)) for p in items)
-    _check_formats(topology, trajectories)
+    formats = _formats(formats["format"], formats["topology_format"], not trajectories)
+    _check_formats(topology, trajectories, formats)
+    options = {k: v for k, v in formats.items() if v is not None}
     try:
-        u = mdanalysis().Universe(str(topology), *map(str, trajectories))
+        u = mdanalysis().Universe(str(topology), *map(str, trajectories), **options)
     except (ValueError, TypeError, OSError) as exc:
         raise InvalidRecord(f"MDAnalysis could not read it: {exc}", path=str(topology)) from None
     return _with_coordinates(u), [str(p) for p in (topology, *trajectories)]
@@ -110,11 +121,11 @@ def _files_of(u: Any) -> list[str]:
     return list(dict.fromkeys(str(n) for n in names if n))
 
 
-def _universe_of(source: Any) -> tuple[Any, list[str]]:
+def _universe_of(source: Any, formats: Formats) -> tuple[Any, list[str]]:
     if isinstance(source, mdanalysis().Universe):
         u = _with_coordinates(source)
         return u, _files_of(u)
-    return _open_universe(source)
+    return _open_universe(source, formats)
 
 
 def _xtc_precision(path: str) -> float | None:
@@ -290,6 +301,8 @@ def ingest(
     stop: int | None = None,
     step: int | None = None,
     progress: bool = True,
+    format: str | None = None,
+    topology_format: str | None = None,
 ) -> Ingested:
     """Read a trajectory with MDAnalysis into a new record ``name`` of ``store``.
 
@@ -325,6 +338,10 @@ def ingest(
         Frames ``trajectory[start:stop:step]`` only.
     progress
         Show a progress bar (frames/s, ETA) on stderr.
+    format, topology_format
+        MDAnalysis format names (``"LAMMPSDUMP"``, ``"DATA"`` ...) for files
+        whose extension does not say (a LAMMPS dump ``*.lammpstrj``); one
+        file alone takes either for both.
 
     Returns
     -------
@@ -348,7 +365,7 @@ def ingest(
     sink = sink_of(store)
     if isinstance(sink, Container) and name in sink:  # refuse before parsing a large topology
         raise AlreadyExists(f"the store holds a record named {name!r}", path=name)
-    universe, sources = _universe_of(source)
+    universe, sources = _universe_of(source, {"format": format, "topology_format": topology_format})
     trajectory = universe.trajectory
     declared = source_precision(trajectory) if precision is None else precision
     selection, total = _selection(trajectory.n_frames, start, stop, step)
