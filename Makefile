@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test,lint]'
 	@touch $(STAMP)
 
-# The benchmarks' baselines (MDAnalysis, its 60 MB test data) only when benchmarking.
+# The benchmark extra (MDAnalysis and its test data now also come with the test extra, for mrecd.md).
 $(VENV)/.bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,lint,bench]'
 	@touch $(VENV)/.bench

@@ -7,7 +7,9 @@ The record model (:class:`Frame`, :class:`Block`, :class:`Column`,
 :func:`decode_frame`) are importable from here, and so is the local API:
 records at a path (:func:`create_record`, :func:`open_record`,
 :class:`StoredRecord`, :func:`pack_record`, :func:`validate_record`) and the
-catalog of many records (:func:`open` -> :class:`Catalog`).
+catalog of many records (:func:`open` -> :class:`Catalog`). :func:`ingest`
+reads a trajectory with MDAnalysis into a record (:mod:`mrecd.md`, with
+``export`` and ``universe``).
 """
 
 from typing import TYPE_CHECKING
@@ -98,6 +100,7 @@ if TYPE_CHECKING:
         pack_record,
         validate_record,
     )
+    from .md import ingest
 
 __all__ += [
     "Catalog",
@@ -106,6 +109,7 @@ __all__ += [
     "Violation",
     "create_collection",
     "create_record",
+    "ingest",
     "open",
     "open_collection",
     "open_record",
@@ -116,6 +120,10 @@ __all__ += [
 
 def __getattr__(name: str) -> object:
     # called only for names not yet in the module: the lazy local-API ones
+    if name == "ingest":
+        from .md import ingest
+
+        return ingest
     if name in __all__:
         from . import api
 
