@@ -185,6 +185,31 @@ def test_a_pushed_record_reads_from_s3(pushed: dict[str, Any]) -> None:
         catalog.create_collection("c", meta={"units": {"length": "angstrom"}})
 
 
+def test_live_appends_on_s3_are_refused_clearly(pushed: dict[str, Any]) -> None:
+    with mrecd.open(f"{pushed['bucket']}/lab").record("run-42", mode="r+") as rec:
+        assert rec.trajectory is not None
+        with pytest.raises(mrecd.ReadOnlyError, match="not live appends"):
+            rec.trajectory.append(
+                mrecd.Frame(pushed["frames"][0].blocks, meta={"pe": 0.0}, step=9999)
+            )
+        assert len(rec.trajectory) == 40
+
+
+def test_sections_rewrite_and_keep_unknown_content_on_each_store(catalog_url: str) -> None:
+    store = mrecd.open(catalog_url)
+    with store.create_record("r", system=system()) as rec:
+        rec.write_frame(mrecd.Frame({"atoms": {"x": np.arange(3.0)}}))
+        rec.write_status({"state": "running"})
+    with store.record("r", mode="r+") as rec:
+        assert rec.sections == ["frame", "meta", "status", "system"]
+        rec.write_frame(mrecd.Frame({"atoms": {"x": np.arange(4.0)}}))
+        rec.delete_section("status")
+    with store.record("r") as rec:
+        assert rec.frame is not None and rec.frame["atoms"].count == 4
+        assert rec.status is None and rec.sections == ["frame", "meta", "system"]
+    assert mrecd.validate_record(store.url + "/r.mrec") == []
+
+
 def test_a_packed_record_reads_from_s3_in_place(pushed: dict[str, Any]) -> None:
     catalog = mrecd.open(f"{pushed['bucket']}/packed")
     assert catalog.records() == ["run-42"]
