@@ -143,8 +143,9 @@ class Tree:
 
     def close(self) -> None:
         """Release the readers' entries and the store when the tree opened it."""
-        self.retire_readers()
-        self.retire_readers()
+        for reader in [*self.retired.values(), *self.readers.values()]:
+            reader.close()
+        self.retired, self.readers = {}, {}
         if self._owns:
             self.store.close()
 
