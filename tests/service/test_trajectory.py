@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
@@ -16,7 +19,9 @@ from .conftest import FRAME, FRAMES, PROBLEM, make_frame, mrf1, stream
 POST = "/v1/records/{}/trajectory/frames"
 
 
-def post(client: TestClient, name: str, body: bytes, kind: str = FRAME, **headers: str):  # type: ignore[no-untyped-def]
+def post(
+    client: TestClient, name: str, body: bytes, kind: str = FRAME, **headers: str
+) -> httpx.Response:
     return client.post(POST.format(name), content=body, headers={"Content-Type": kind, **headers})
 
 
@@ -71,7 +76,7 @@ def test_refused_frame_is_422_and_nothing_lands(client: TestClient, run: str) ->
     assert nstep(client, run) == 3
 
 
-def test_limits_are_413_and_422(make_client, run: str) -> None:  # type: ignore[no-untyped-def]
+def test_limits_are_413_and_422(make_client: Callable[..., TestClient], run: str) -> None:
     small = make_client(max_body_bytes=64, max_frames_per_request=2, max_atoms_per_frame=3)
     big = post(small, run, mrf1(make_frame(30)))
     assert big.status_code == 413 and big.headers["content-type"] == PROBLEM
@@ -84,7 +89,7 @@ def test_limits_are_413_and_422(make_client, run: str) -> None:  # type: ignore[
 
 @pytest.mark.parametrize("kind", [FRAME, "application/json"])
 def test_frame_i_is_bit_identical_to_the_local_read(
-    client: TestClient, run: str, store_dir, kind: str  # type: ignore[no-untyped-def]
+    client: TestClient, run: str, store_dir: Path, kind: str
 ) -> None:
     r = client.get(f"/v1/records/{run}/trajectory/frames/1", headers={"Accept": kind})
     assert r.status_code == 200 and r.headers["content-type"] == kind

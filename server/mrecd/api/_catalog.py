@@ -217,9 +217,7 @@ class Catalog:
         live = self._live(name)
         return self._store.head(f"{live.key}/{check_key(key)}") if key else None
 
-    def read_key(
-        self, name: str, key: str, byte_range: ByteRequest | None = None
-    ) -> bytes | None:
+    def read_key(self, name: str, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
         """The bytes of raw store key ``key`` of live record ``name`` (``None`` when absent).
 
         Parameters

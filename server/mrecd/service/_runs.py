@@ -67,9 +67,7 @@ class Runs:
                 if not exist_ok:
                     raise AlreadyExists(f"record {name!r} exists", path=name)
                 return False, name
-            record = await to_thread.run_sync(
-                lambda: self.catalog.create_record(name, **content)
-            )
+            record = await to_thread.run_sync(lambda: self.catalog.create_record(name, **content))
             self._remember(name, record)
             return True, name
 
@@ -93,9 +91,7 @@ class Runs:
         held = self._open.get(name)
         if held is not None and (not write or not held.read_only):
             return held
-        record = await to_thread.run_sync(
-            lambda: self.catalog.record(name, "r+" if write else "r")
-        )
+        record = await to_thread.run_sync(lambda: self.catalog.record(name, "r+" if write else "r"))
         current = self._open.get(name)
         if current is not None and (not write or not current.read_only):
             await to_thread.run_sync(record.close)  # another request opened it meanwhile

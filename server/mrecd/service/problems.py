@@ -26,7 +26,7 @@ _BASE: Final = "urn:mrecd:problem:"
 _log = logging.getLogger("mrecd.service")
 
 
-class HTTPProblem(Exception):
+class HTTPProblem(Exception):  # noqa: N818 - a problem document, as RFC 9457 names it
     """An HTTP-level refusal (no :class:`~mrecd.errors.MrecdError` fits): 401, 406, 413 ...
 
     Parameters
@@ -105,7 +105,9 @@ async def _validation(request: Request, exc: Exception) -> JSONResponse:
         "status": 422,
         "detail": detail,
         "path": where or None,
-        "errors": [{"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg")} for e in errors],
+        "errors": [
+            {"loc": [str(p) for p in e.get("loc", ())], "msg": e.get("msg")} for e in errors
+        ],
     }
     return problem_response(problem)
 

@@ -18,7 +18,7 @@ async def blocking[T](fn: Callable[[], T]) -> T:
 
 
 def array_json(values: npt.NDArray[Any] | None) -> Any:
-    """``values`` as JSON lists; non-finite reals spelled ``"NaN"``, ``"Infinity"``, ``"-Infinity"``."""
+    """``values`` as JSON lists; non-finite reals as ``"NaN"``, ``"Infinity"``, ``"-Infinity"``."""
     if values is None:
         return None
     if values.dtype.kind == "f" and not bool(np.isfinite(values).all()):

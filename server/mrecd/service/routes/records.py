@@ -195,12 +195,12 @@ def _unsatisfiable(size: int) -> api.ByteRequest:
     )
 
 
-def _content_range(request: api.ByteRequest, size: int) -> tuple[int, int]:
+def _range_start(request: api.ByteRequest, size: int) -> int:
     if isinstance(request, api.ByteRange):
-        return request.start, request.end - 1
+        return request.start
     if isinstance(request, api.Offset):
-        return request.offset, size - 1
-    return max(0, size - request.length), size - 1
+        return request.offset
+    return max(0, size - request.length)
 
 
 @router.head("/records/{name}/zarr/{key:path}", include_in_schema=False)
@@ -229,6 +229,6 @@ async def read_zarr_key(
         raise NotFound(f"record {name!r} has no key {key!r}", path=key)
     if byte_range is None:
         return Response(data, media_type=kind, headers=headers)
-    start, end = _content_range(byte_range, info.size)
+    start = _range_start(byte_range, info.size)
     headers["Content-Range"] = f"bytes {start}-{start + len(data) - 1}/{info.size}"
     return Response(data, status_code=206, media_type=kind, headers=headers)

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request, Response
@@ -189,14 +190,12 @@ def _tags(header: str) -> list[str]:
     return [t.strip() for t in header.split(",")]
 
 
-async def _stream(
-    traj: api.Trajectory, ordinals: range, media_type: str
-) -> AsyncIterator[bytes]:
+async def _stream(traj: api.Trajectory, ordinals: range, media_type: str) -> AsyncIterator[bytes]:
     """Encoded frames of ``ordinals``, one read at a time (bounded memory)."""
     if media_type == media.JSON:
         yield b"["
     for n, j in enumerate(ordinals):
-        item = await blocking(lambda j=j: _stream_item(traj, j, media_type))
+        item = await blocking(partial(_stream_item, traj, j, media_type))
         yield (b"," if n and media_type == media.JSON else b"") + item
     if media_type == media.JSON:
         yield b"]"
