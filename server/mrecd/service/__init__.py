@@ -4,7 +4,8 @@ Nothing but :mod:`mrecd.cli` imports this package; the routes call only the
 local API, on worker threads.
 """
 
+from ._serve import is_loopback, serve
 from .app import create_app
 from .settings import Settings, TokenGrant
 
-__all__ = ["Settings", "TokenGrant", "create_app"]
+__all__ = ["Settings", "TokenGrant", "create_app", "is_loopback", "serve"]
