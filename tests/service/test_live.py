@@ -155,3 +155,30 @@ def test_zarr_python_reads_the_served_record(live_server: str, store_dir: Path, 
     assert got.tobytes() == want.tobytes()
     if array.endswith("pe"):
         np.testing.assert_array_equal(got[:3], [0.0, -10.0, -20.0])
+
+
+def test_concurrent_conditional_posts_land_once(live_server: str) -> None:
+    """Eight POSTs with the same ``If-Match`` at once: one lands, seven get 412 with nstep 4."""
+    _start_run(live_server)
+    barrier = threading.Barrier(8)
+    statuses: list[tuple[int, Any]] = []
+
+    def attempt(step: int) -> None:
+        barrier.wait()
+        r = httpx.post(
+            f"{live_server}/v1/records/live/trajectory/frames",
+            content=mrf1(make_frame(step)),
+            headers={"Content-Type": FRAME, "If-Match": '"3"'},
+            timeout=30,
+        )
+        statuses.append((r.status_code, r.json()))
+
+    threads = [threading.Thread(target=attempt, args=(100 + i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    codes = sorted(code for code, _ in statuses)
+    assert codes == [200] + [412] * 7
+    assert all(body["nstep"] == 4 for _, body in statuses)
+    assert httpx.get(f"{live_server}/v1/records/live/trajectory").json()["nstep"] == 4

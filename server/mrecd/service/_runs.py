@@ -38,6 +38,8 @@ class Runs:
         self.catalog = catalog
         self._open: dict[str, api.StoredRecord] = {}
         self._locks: dict[str, asyncio.Lock] = {}
+        #: handles replaced by a writable one; requests may still read through them
+        self._retired: list[api.StoredRecord] = []
 
     def lock(self, name: str) -> asyncio.Lock:
         """The lock that serializes writes to record ``name``."""
@@ -77,7 +79,7 @@ class Runs:
     def _remember(self, name: str, record: api.StoredRecord) -> None:
         old = self._open.pop(name, None)
         if old is not None and old is not record:
-            old.close()
+            self._retired.append(old)  # closed at shutdown: a read may be using it now
         self._open[name] = record
 
     async def record(self, name: str, *, write: bool = False) -> api.StoredRecord:
@@ -149,6 +151,7 @@ class Runs:
 
     async def aclose(self) -> None:
         """Close every held record (commits durably, releases writer leases)."""
-        records, self._open = list(self._open.values()), {}
+        records, self._open = [*self._open.values(), *self._retired], {}
+        self._retired = []
         for record in records:
             await to_thread.run_sync(record.close)

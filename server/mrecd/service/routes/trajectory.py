@@ -14,7 +14,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from ... import api
-from ...errors import InvalidRecord, RecordOutOfRange
+from ...errors import InvalidRecord, MrecdError, RecordOutOfRange
 from ...model import Frame
 from .. import media
 from ..deps import Append, Read, RunsDep, SettingsDep
@@ -307,7 +307,10 @@ async def _events(
         seen = await blocking(traj.refresh)
     idle = 0.0
     while not await request.is_disconnected():
-        nstep = await blocking(traj.refresh)
+        try:
+            nstep = await blocking(traj.refresh)
+        except MrecdError:  # the record went away (deleted) or its store failed: end the stream
+            return
         if nstep != seen:
             data = json.dumps({"nstep": nstep, "previous": seen})
             yield f"event: commit\nid: {nstep}\ndata: {data}\n\n".encode()
