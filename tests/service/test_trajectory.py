@@ -158,3 +158,20 @@ def test_no_trajectory_yet_is_404(client: TestClient) -> None:
     client.put("/v1/records/a", json={})
     r = client.get("/v1/records/a/trajectory/frames/0")
     assert r.status_code == 404 and r.headers["content-type"] == PROBLEM
+
+
+def test_reads_at_a_committed_nstep(client: TestClient, run: str) -> None:
+    post(client, run, mrf1(make_frame(30)))
+    base = f"/v1/records/{run}/trajectory"
+    assert client.get(f"{base}/steps", params={"nstep": 2}).json()["steps"] == [0, 10]
+    assert client.get(f"{base}/series/pe", params={"nstep": 3}).json()["values"] == [
+        0.0,
+        -10.0,
+        -20.0,
+    ]
+    lines = client.get(
+        f"{base}/frames", params={"nstep": 1}, headers={"Accept": "application/x-ndjson"}
+    )
+    assert lines.headers["x-mrecd-nstep"] == "1" and len(lines.text.splitlines()) == 1
+    beyond = client.get(f"{base}/times", params={"nstep": 9})
+    assert beyond.status_code == 412 and beyond.json()["nstep"] == 4

@@ -14,7 +14,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 
 from ... import api
-from ...errors import InvalidRecord, MrecdError, RecordOutOfRange
+from ...errors import InvalidRecord, MrecdError, PreconditionFailed, RecordOutOfRange
 from ...model import Frame
 from .. import media
 from ..deps import Append, Read, RunsDep, SettingsDep
@@ -37,6 +37,24 @@ class Appended(BaseModel):
     nstep: int
     first: int
     count: int
+
+
+AtNstep = Annotated[
+    int | None, Query(ge=0, description="read the state of this committed nstep (412 if beyond)")
+]
+
+
+def _at(current: int, nstep: int | None) -> int:
+    """The nstep a read is made at: ``nstep`` when given and committed, else the current one."""
+    if nstep is None:
+        return current
+    if nstep > current:
+        raise PreconditionFailed(
+            f"nstep {nstep} is not committed; the trajectory holds {current} frames",
+            path="nstep",
+            nstep=current,
+        )
+    return nstep
 
 
 def _names(values: list[str] | None) -> list[str] | None:
@@ -219,6 +237,7 @@ async def read_frames(
     start: int | None = None,
     stop: int | None = None,
     step: Annotated[int | None, Query(description="stride; not 0")] = None,
+    nstep: AtNstep = None,
     accept: Annotated[str | None, Header()] = None,
 ) -> StreamingResponse:
     """Frames ``[start:stop:step]`` (Python slice rules) at the current nstep, streamed.
@@ -230,31 +249,37 @@ async def read_frames(
         raise InvalidRecord("step must not be 0", path="step")
     media_type = media.negotiate(accept, [media.FRAMES, media.NDJSON, media.JSON])
     traj = await runs.trajectory(name)
-    nstep = len(traj)
-    ordinals = range(*slice(start, stop, step).indices(nstep))
+    at = _at(len(traj), nstep)
+    ordinals = range(*slice(start, stop, step).indices(at))
     return StreamingResponse(
         _stream(traj, ordinals, media_type),
         media_type=media_type,
-        headers={NSTEP: str(nstep), "X-Mrecd-Count": str(len(ordinals))},
+        headers={NSTEP: str(at), "X-Mrecd-Count": str(len(ordinals))},
     )
 
 
 @router.get("/records/{name}/trajectory/steps")
-async def read_steps(name: str, runs: RunsDep, _: Read, response: Response) -> dict[str, Any]:
-    """Step numbers of every committed frame."""
+async def read_steps(
+    name: str, runs: RunsDep, _: Read, response: Response, nstep: AtNstep = None
+) -> dict[str, Any]:
+    """Step numbers of every committed frame (of the first ``nstep`` when given)."""
     traj = await runs.trajectory(name)
     steps = await blocking(traj.steps)
-    response.headers[NSTEP] = str(len(steps))
-    return {"nstep": len(steps), "steps": array_json(steps)}
+    at = _at(len(steps), nstep)
+    response.headers[NSTEP] = str(at)
+    return {"nstep": at, "steps": array_json(steps[:at])}
 
 
 @router.get("/records/{name}/trajectory/times")
-async def read_times(name: str, runs: RunsDep, _: Read, response: Response) -> dict[str, Any]:
+async def read_times(
+    name: str, runs: RunsDep, _: Read, response: Response, nstep: AtNstep = None
+) -> dict[str, Any]:
     """Times of every committed frame (``null`` in a run without times)."""
     traj = await runs.trajectory(name)
-    nstep, times = await blocking(lambda: (len(traj), traj.times()))
-    response.headers[NSTEP] = str(nstep)
-    return {"nstep": nstep, "times": array_json(times)}
+    current, times = await blocking(lambda: (len(traj), traj.times()))
+    at = _at(current, nstep)
+    response.headers[NSTEP] = str(at)
+    return {"nstep": at, "times": None if times is None else array_json(times[:at])}
 
 
 @router.get("/records/{name}/trajectory/series/{key}")
@@ -266,17 +291,18 @@ async def read_series(
     response: Response,
     start: Annotated[int, Query(ge=0)] = 0,
     stop: Annotated[int | None, Query(ge=0)] = None,
+    nstep: AtNstep = None,
 ) -> dict[str, Any]:
     """Per-step meta ``key`` over frames ``[start, stop)``, with their steps and times."""
     traj = await runs.trajectory(name)
 
     def read() -> dict[str, Any]:
-        nstep = len(traj)
-        end = nstep if stop is None else min(stop, nstep)
+        at = _at(len(traj), nstep)
+        end = at if stop is None else min(stop, at)
         values = traj.series(key, start, end)
         times = traj.times()
         return {
-            "nstep": nstep,
+            "nstep": at,
             "key": key,
             "start": start,
             "stop": end,
