@@ -6,7 +6,7 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: venv test soak bench lint fmt clean
+.PHONY: venv test soak bench lint fmt serve openapi clean
 
 venv: $(STAMP)
 
@@ -30,6 +30,14 @@ soak: $(STAMP)
 
 bench: $(VENV)/.bench
 	$(PY) -m bench $(BENCH)
+
+# Serve ./data (created) on http://127.0.0.1:8000; STORE=... HOST=... PORT=... to change.
+serve: $(STAMP)
+	$(PY) -m mrecd.cli serve $(STORE) --host $${HOST:-127.0.0.1} --port $${PORT:-8000}
+
+# Regenerate the checked-in OpenAPI document (tests/service/test_openapi.py fails when stale).
+openapi: $(STAMP)
+	$(PY) -m mrecd.service.openapi > openapi/openapi.json
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check server client tests bench

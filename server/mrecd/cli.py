@@ -9,6 +9,7 @@ Subcommands::
     mrecd pull <url>/<name.mrec[.zip]> <path> [--overwrite] [--quiet]
     mrecd ingest TOPOLOGY [TRAJECTORY...] -o STORE/NAME [--precision P] [--format F] [--quiet]
     mrecd export STORE/NAME -o out.xtc|.dcd|.pdb|.gro [--frame I] [--force]
+    mrecd serve [STORE] [--host 127.0.0.1] [--port 8000] [--workers N] [--insecure]
 
 Exit status: 0 on success (``validate``: the record is clean), 1 when
 ``validate`` found violations, 2 for a usage error or a refused operation.
@@ -255,6 +256,25 @@ def _md_commands(commands: Any) -> None:
     export.set_defaults(run=_without_mdanalysis(_export))
 
 
+def _serve(args: argparse.Namespace) -> int:
+    from .service import serve  # fastapi and uvicorn load only for this command
+
+    serve(args.store, host=args.host, port=args.port, workers=args.workers, insecure=args.insecure)
+    return 0
+
+
+def _serve_command(commands: Any) -> None:
+    serve = commands.add_parser("serve", help="serve a store over HTTP (the /v1 API)")
+    serve.add_argument("store", nargs="?", help="the store URL or path (default ./data, created)")
+    serve.add_argument("--host", default="127.0.0.1", help="interface to bind (127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port (8000)")
+    serve.add_argument("--workers", type=int, default=1, help="worker processes (1)")
+    serve.add_argument(
+        "--insecure", action="store_true", help="allow binding beyond loopback without tokens"
+    )
+    serve.set_defaults(run=_serve)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mrecd", description="Store and check molrec records.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -273,6 +293,7 @@ def _parser() -> argparse.ArgumentParser:
     _forcefield_parser(commands)
     _add_transfer(commands)
     _md_commands(commands)
+    _serve_command(commands)
     return parser
 
 

@@ -7,6 +7,7 @@ work on one ``*.mrec.lmdb`` file. Every call blocks the calling thread; the
 service runs them on worker threads.
 """
 
+from ..storage import ByteRange, ByteRequest, ObjectInfo, Offset, Suffix
 from ._catalog import Catalog, check_record_name
 from ._catalog import open_catalog as open
 from ._collection import (
@@ -24,12 +25,17 @@ from ._validate import validate_record
 from ._violations import Violation
 
 __all__ = [
+    "ByteRange",
+    "ByteRequest",
     "Catalog",
     "Collection",
     "CollectionTrajectory",
     "FrameSlice",
+    "ObjectInfo",
+    "Offset",
     "RecordOutOfRange",
     "StoredRecord",
+    "Suffix",
     "Trajectory",
     "TrajectoryLike",
     "Violation",

@@ -19,7 +19,7 @@ from ..bindings.zarr import BRAND, ZIP_BRAND
 from ..errors import AlreadyExists, InvalidRecord, NotFound, ReadOnlyError
 from ..forcefield import ForceField
 from ..model import Declaration, Frame
-from ..storage import Location, Store, open_store
+from ..storage import ByteRequest, Location, ObjectInfo, Store, check_key, open_store
 from ._collection import Collection, create_collection, open_collection
 from ._record import Mode, StoredRecord, create_record, open_record, pack_record
 
@@ -186,6 +186,49 @@ class Catalog:
                 trash = live.key
             self._store.delete_prefix(trash)
         packed.unlink(missing_ok=True)
+
+    def check(self) -> None:
+        """Ask the store one cheap question, so that an unreachable store raises.
+
+        Raises
+        ------
+        StoreUnavailable
+            The store could not be reached.
+        """
+        self._store.exists("zarr.json")
+
+    def key_info(self, name: str, key: str) -> ObjectInfo | None:
+        """Size and ETag of the raw store key ``key`` inside live record ``name``.
+
+        Parameters
+        ----------
+        name
+            A record name (checked as by :func:`check_record_name`).
+        key
+            A store key relative to the record root (``zarr.json``,
+            ``trajectory/atoms/x/c/0``); checked by :func:`mrecd.storage.check_key`.
+
+        Returns
+        -------
+        ObjectInfo or None
+            ``None`` when the record or the key does not exist (packed
+            records have no raw keys).
+        """
+        live = self._live(name)
+        return self._store.head(f"{live.key}/{check_key(key)}") if key else None
+
+    def read_key(self, name: str, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
+        """The bytes of raw store key ``key`` of live record ``name`` (``None`` when absent).
+
+        Parameters
+        ----------
+        name, key
+            As for :meth:`key_info`.
+        byte_range
+            Only these bytes (clipped at the object's end).
+        """
+        live = self._live(name)
+        return self._store.get(f"{live.key}/{check_key(key)}", byte_range) if key else None
 
     def pack(
         self,

@@ -1,0 +1,234 @@
+"""Records: list, create, summarize, read a section, delete, and raw Zarr keys (read-only)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from ... import api
+from ...errors import NotFound
+from ...forcefield import ForceField
+from ...model import Declaration, Frame
+from .. import media
+from ..deps import Admin, Append, Read, RunsDep, SettingsDep, check_scope
+from ..problems import HTTPProblem
+from ._common import blocking
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["records"])
+
+Section = Literal["meta", "system", "frame", "status", "method", "forcefield"]
+
+
+class RecordBody(BaseModel):
+    """The body of ``PUT /v1/records/{name}``: every member optional (a name alone starts a run)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    meta: dict[str, Any] | None = None
+    system: dict[str, Any] | None = Field(default=None, description="a frame, JSON form")
+    frame: dict[str, Any] | None = Field(default=None, description="a frame, JSON form")
+    declaration: dict[str, Any] | None = Field(default=None, description="sequence_schema")
+    forcefield: dict[str, Any] | None = None
+    status: dict[str, Any] | None = None
+    method: dict[str, Any] | None = None
+
+
+class RecordList(BaseModel):
+    """A page of record names; ``next`` is the cursor of the following page (``None``: last)."""
+
+    records: list[str]
+    next: str | None
+
+
+class Created(BaseModel):
+    """The answer to a create: the name and whether it was created now."""
+
+    name: str
+    created: bool
+
+
+def _content(body: RecordBody) -> dict[str, Any]:
+    """Keyword arguments of ``create_record`` from the JSON body (blocking: decodes arrays)."""
+    out: dict[str, Any] = {"meta": body.meta, "status": body.status, "method": body.method}
+    if body.system is not None:
+        out["system"] = Frame.from_dict(body.system, path="system")
+    if body.frame is not None:
+        out["frame"] = Frame.from_dict(body.frame, path="frame")
+    if body.declaration is not None:
+        out["declaration"] = Declaration.from_dict(body.declaration)
+    if body.forcefield is not None:
+        out["forcefield"] = ForceField.from_dict(body.forcefield)
+    return out
+
+
+@router.get("/records")
+async def list_records(
+    request: Request,
+    runs: RunsDep,
+    settings: SettingsDep,
+    prefix: str = "",
+    limit: Annotated[int | None, Query(gt=0)] = None,
+    cursor: str | None = None,
+) -> RecordList:
+    """Record names starting with ``prefix``, sorted, ``limit`` per page after ``cursor``."""
+    check_scope(settings, request, "read", prefix)
+    size = min(limit or settings.page_limit, settings.page_limit)
+    names = await blocking(lambda: runs.catalog.records(prefix or None))
+    names = sorted(set(names) | {n for n in runs.unborn() if n.startswith(prefix)})
+    after = [n for n in names if cursor is None or n > cursor]
+    page = after[:size]
+    return RecordList(records=page, next=page[-1] if len(after) > size else None)
+
+
+@router.put("/records/{name}", status_code=201)
+async def create_record(
+    name: str,
+    body: RecordBody,
+    response: Response,
+    runs: RunsDep,
+    _: Append,
+    exist_ok: bool = False,
+) -> Created:
+    """Create record ``name``; 409 when it exists (200 with ``exist_ok=true``)."""
+    api.check_record_name(name)
+    content = await blocking(lambda: _content(body))
+    created, _name = await runs.create(name, exist_ok, **content)
+    response.status_code = 201 if created else 200
+    return Created(name=name, created=created)
+
+
+@router.get("/records/{name}")
+async def record_summary(name: str, runs: RunsDep, _: Read) -> dict[str, Any]:
+    """Sections present, ``nstep`` and the trajectory declaration of record ``name``."""
+    record = await runs.record(name)
+
+    def summary() -> dict[str, Any]:
+        traj = record.trajectory if record.exists else None
+        declaration = None if traj is None else traj.declaration
+        return {
+            "name": name,
+            "sections": record.sections if record.exists else [],
+            "nstep": 0 if traj is None else traj.refresh() if record.read_only else len(traj),
+            "declaration": None if declaration is None else declaration.to_dict(),
+            "read_only": record.read_only,
+        }
+
+    return await blocking(summary)
+
+
+@router.delete("/records/{name}", status_code=204)
+async def delete_record(name: str, runs: RunsDep, _: Admin) -> Response:
+    """Delete record ``name`` (its live directory and packed zip)."""
+    await runs.delete(name)
+    return Response(status_code=204)
+
+
+def _section(record: api.StoredRecord, section: Section) -> Frame | dict[str, Any]:
+    value: Any = getattr(record, section) if record.exists or section == "meta" else None
+    if value is None:
+        raise NotFound(f"record {record.name!r} has no {section} section", path=section)
+    if isinstance(value, ForceField):
+        return value.to_dict()
+    if isinstance(value, Frame):
+        return value
+    return dict(value)
+
+
+@router.get(
+    "/records/{name}/{section}",
+    responses={200: {"content": {media.FRAME: {}, media.JSON: {}}}},
+)
+async def read_section(
+    name: str,
+    section: Section,
+    runs: RunsDep,
+    _: Read,
+    accept: Annotated[str | None, Header()] = None,
+) -> Response:
+    """One section: ``meta``, ``system``, ``frame``, ``status``, ``method`` or ``forcefield``.
+
+    Frame-shaped sections (``system``, ``frame``) are served as MRF1 or JSON by ``Accept``.
+    """
+    record = await runs.record(name)
+    value = await blocking(lambda: _section(record, section))
+    if not isinstance(value, Frame):
+        return JSONResponse(value)
+    media_type = media.negotiate(accept, [media.JSON, media.FRAME])
+    body = await blocking(lambda: media.encode_one(value, media_type))
+    return Response(body, media_type=media_type)
+
+
+def _byte_range(header: str, size: int) -> api.ByteRequest | None:
+    """The single range a ``Range`` header asks for (``None``: serve the whole object)."""
+    unit, _, spec = header.partition("=")
+    if unit.strip().lower() != "bytes" or "," in spec:
+        return None
+    first, sep, last = spec.strip().partition("-")
+    try:
+        if not sep:
+            return None
+        if not first:
+            return api.Suffix(int(last)) if int(last) > 0 else _unsatisfiable(size)
+        start = int(first)
+        if start < 0 or start >= size:
+            return _unsatisfiable(size)
+        if not last:
+            return api.Offset(start)
+        end = int(last)
+    except ValueError:
+        return None
+    return api.ByteRange(start, min(end, size - 1) + 1) if end >= start else None
+
+
+def _unsatisfiable(size: int) -> api.ByteRequest:
+    raise HTTPProblem(
+        416,
+        "range-not-satisfiable",
+        "Range not satisfiable",
+        f"the requested range lies outside the object's {size} bytes",
+        headers={"Content-Range": f"bytes */{size}"},
+    )
+
+
+def _range_start(request: api.ByteRequest, size: int) -> int:
+    if isinstance(request, api.ByteRange):
+        return request.start
+    if isinstance(request, api.Offset):
+        return request.offset
+    return max(0, size - request.length)
+
+
+@router.head("/records/{name}/zarr/{key:path}", include_in_schema=False)
+@router.get("/records/{name}/zarr/{key:path}")
+async def read_zarr_key(
+    name: str,
+    key: str,
+    request: Request,
+    runs: RunsDep,
+    _: Read,
+) -> Response:
+    """Raw Zarr key ``key`` of record ``name``, read-only; ``Range`` gives 206 (one range)."""
+    info = await blocking(lambda: runs.catalog.key_info(name, key))
+    if info is None:
+        raise NotFound(f"record {name!r} has no key {key!r}", path=key)
+    headers = {"ETag": info.etag, "Accept-Ranges": "bytes", "Cache-Control": "no-cache"}
+    if request.headers.get("if-none-match") == info.etag:
+        return Response(status_code=304, headers=headers)
+    kind = "application/json" if key.endswith("zarr.json") else "application/octet-stream"
+    wanted = request.headers.get("range")
+    byte_range = None if wanted is None else _byte_range(wanted, info.size)
+    if request.method == "HEAD":
+        return Response(headers={**headers, "Content-Length": str(info.size)}, media_type=kind)
+    data = await blocking(lambda: runs.catalog.read_key(name, key, byte_range))
+    if data is None:
+        raise NotFound(f"record {name!r} has no key {key!r}", path=key)
+    if byte_range is None:
+        return Response(data, media_type=kind, headers=headers)
+    start = _range_start(byte_range, info.size)
+    headers["Content-Range"] = f"bytes {start}-{start + len(data) - 1}/{info.size}"
+    return Response(data, status_code=206, media_type=kind, headers=headers)
