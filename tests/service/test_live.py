@@ -182,3 +182,14 @@ def test_concurrent_conditional_posts_land_once(live_server: str) -> None:
     assert codes == [200] + [412] * 7
     assert all(body["nstep"] == 4 for _, body in statuses)
     assert httpx.get(f"{live_server}/v1/records/live/trajectory").json()["nstep"] == 4
+
+
+def test_hidden_store_files_are_not_served(tmp_path: Path) -> None:
+    import mrecd
+
+    catalog = mrecd.open(tmp_path)
+    catalog.create_record("r", system=mrecd.Frame({"atoms": {"x": [0.0]}})).close()
+    (tmp_path / "r.mrec" / ".zarr.json.lock").write_text("")
+    assert catalog.key_info("r", ".zarr.json.lock") is None
+    assert catalog.read_key("r", ".zarr.json.lock") is None
+    assert catalog.read_key("r", "zarr.json") is not None

@@ -214,8 +214,9 @@ class Catalog:
             ``None`` when the record or the key does not exist (packed
             records have no raw keys).
         """
-        live = self._live(name)
-        return self._store.head(f"{live.key}/{check_key(key)}") if key else None
+        if not _public_key(key):
+            return None
+        return self._store.head(f"{self._live(name).key}/{key}")
 
     def read_key(self, name: str, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
         """The bytes of raw store key ``key`` of live record ``name`` (``None`` when absent).
@@ -227,8 +228,9 @@ class Catalog:
         byte_range
             Only these bytes (clipped at the object's end).
         """
-        live = self._live(name)
-        return self._store.get(f"{live.key}/{check_key(key)}", byte_range) if key else None
+        if not _public_key(key):
+            return None
+        return self._store.get(f"{self._live(name).key}/{key}", byte_range)
 
     def pack(
         self,
@@ -312,6 +314,11 @@ class Catalog:
 
     def __repr__(self) -> str:
         return f"Catalog({self.url!r})"
+
+
+def _public_key(key: str) -> bool:
+    """A record's raw key a reader may see: well formed, and none of the store's hidden files."""
+    return bool(key) and not any(part.startswith(".") for part in check_key(key).split("/"))
 
 
 def _stem(entry: str, brand: str) -> str | None:
