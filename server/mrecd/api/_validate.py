@@ -31,6 +31,8 @@ from ..bindings.zarr import (
     array_dtype,
     frame_from_parts,
     join,
+    metrics_problems,
+    observable_problems,
     read_values,
     record_kind,
 )
@@ -118,6 +120,7 @@ def validate_record(path: str | PathLike[str] | Location) -> list[Violation]:
     try:
         _check_documents(store, report)
         _check_frame_sections(store, report)
+        _check_run_surface(store.tree, report)
         _check_arrays(store.tree, report)
         if store.tree.packed:
             _check_packing(store.tree, report)
@@ -274,6 +277,16 @@ def _check_endpoints(section: str, blocks: Mapping[str, Block], report: _Report)
                     f"endpoint {int(values.max())} is not below the {atoms.count} rows of atoms"
                     " (frame.md §8)",
                 )
+
+
+# -- observables and metrics (run-surface.md §4-§5) -------------------------------------------
+
+
+def _check_run_surface(tree: Tree, report: _Report) -> None:
+    for exc in observable_problems(tree):
+        report.error(exc, path="observables", rule="run-surface.md §5")
+    for exc in metrics_problems(tree):
+        report.error(exc, path="metrics", rule="run-surface.md §4")
 
 
 # -- every array ------------------------------------------------------------------------------

@@ -212,12 +212,13 @@ def _decode_line(line: bytes, number: int) -> MetricEvent:
         wire = json.loads(line.decode("utf-8"), parse_constant=_no_constant)
     except (UnicodeDecodeError, ValueError) as exc:
         raise InvalidRecord(
-            f"line {number} is not valid UTF-8 JSON: {exc} (corruption, run-surface.md §4.3)",
+            f"line {number} is not valid UTF-8 JSON, which is corruption (run-surface.md §4.3):"
+            f" {exc}",
             path=where,
         ) from None
     if not isinstance(wire, dict):
         raise InvalidRecord(
-            f"line {number} is not a single JSON object (corruption, run-surface.md §4.3)",
+            f"line {number} is not a single JSON object, which is corruption (run-surface.md §4.3)",
             path=where,
         )
     return make_event(

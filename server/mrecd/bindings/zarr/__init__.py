@@ -21,11 +21,12 @@ from ._metrics import (
     WalAppender,
     closed_catalog,
     densified_writer,
+    metrics_problems,
     read_closed,
     read_metrics,
     read_wal,
 )
-from ._observables import observables_writer, read_observables
+from ._observables import observable_problems, observables_writer, read_observables
 from ._pack import pack_directory
 from ._record import (
     RecordStore,
@@ -65,6 +66,8 @@ __all__ = [
     "frame_from_parts",
     "frame_section_writer",
     "join",
+    "metrics_problems",
+    "observable_problems",
     "observables_writer",
     "pack_directory",
     "read_closed",

@@ -111,7 +111,7 @@ def _dense_series(tree: Tree, key: str, entry: Mapping[str, Any]) -> MetricSerie
         if other is not None and other.shape != values.shape:
             raise InvalidRecord(
                 f"series, steps and wall_time of {key!r} are aligned index for index"
-                f" ({values.shape} vs {other.shape}; run-surface.md §4.2)",
+                f", not {values.shape} vs {other.shape} (run-surface.md §4.2)",
                 path=where,
             )
     if entry.get("count") != len(values):
@@ -324,3 +324,63 @@ class WalAppender:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+# -- validation --------------------------------------------------------------------------------
+
+
+def _same_points(a: MetricSeries, b: MetricSeries) -> bool:
+    values = np.array_equal(a.value_array(), b.value_array(), equal_nan=True)
+    return bool(values) and a.steps == b.steps
+
+
+def _watermark_problems(closed: ClosedMetrics, wal: bytes) -> list[InvalidRecord]:
+    mark = closed.watermark
+    if mark is None:
+        return []
+    lines, size = mark
+    covered = wal[:size]
+    whole = size == 0 or covered.endswith(b"\n")
+    if len(covered) < size or covered.count(b"\n") != lines or not whole:
+        return [
+            InvalidRecord(
+                f"watermark {{'lines': {lines}, 'bytes': {size}}} is not the first {lines}"
+                f" complete lines of the {len(wal)}-byte WAL (run-surface.md §4.2)",
+                path=WAL,
+            )
+        ]
+    dense = merge_series(parse_wal(covered)[0])
+    differ = sorted(
+        k
+        for k in set(dense) | set(closed.series)
+        if k not in dense or k not in closed.series or not _same_points(dense[k], closed.series[k])
+    )
+    return [
+        InvalidRecord(
+            f"dense series {k!r} is not the first {lines} WAL lines densified"
+            " (run-surface.md §4.2)",
+            path=join(SECTION, "series", safe_name(k)),
+        )
+        for k in differ
+    ]
+
+
+def metrics_problems(tree: Tree) -> list[InvalidRecord]:
+    """Every broken §4 rule of the ``metrics`` section: catalog, arrays, WAL, watermark."""
+    problems: list[InvalidRecord] = []
+    if tree.read(join(SECTION, "index.json")) is not None:
+        problems.append(
+            InvalidRecord("no metrics/index.json exists (run-surface.md §4.3)", path=SECTION)
+        )
+    wal = read_wal(tree)
+    try:
+        parse_wal(wal)
+        closed = read_closed(tree)
+    except InvalidRecord as exc:
+        return [*problems, exc]
+    if closed is not None:
+        try:
+            problems.extend(_watermark_problems(closed, wal))
+        except InvalidRecord as exc:
+            problems.append(exc)
+    return problems

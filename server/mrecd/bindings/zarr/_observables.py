@@ -139,3 +139,26 @@ def observables_writer(old: Location, changes: Mapping[str, Observable | None]) 
                 _write_one(new, name, observable)
 
     return writer
+
+
+def observable_problems(tree: Tree) -> list[InvalidRecord]:
+    """Every broken §5 rule of the ``observables`` section (empty when clean or absent)."""
+    section = tree.node(SECTION)
+    if section is None:
+        return []
+    problems: list[InvalidRecord] = []
+    try:
+        arrays, metas = _arrays(tree), _meta_groups(tree)
+    except InvalidRecord as exc:
+        return [exc]
+    for name in sorted(set(arrays) | set(metas)):
+        try:
+            _check_pairing({name: arrays[name]} if name in arrays else {}, _only(metas, name))
+            _read_one(tree, arrays[name], metas[name])
+        except InvalidRecord as exc:
+            problems.append(exc)
+    return problems
+
+
+def _only(nodes: Mapping[str, Node], name: str) -> dict[str, Node]:
+    return {name: nodes[name]} if name in nodes else {}
