@@ -184,3 +184,35 @@ def test_a_training_loop_logs_like_a_tracking_server(where: Location) -> None:
     closed = mrecd.open_record(where)
     assert closed.metrics.series("loss").steps == [0, 1, 2, 3, 4]
     assert closed.metrics.series("lr").value_array().tolist() == [1e-3] * 5
+
+
+def test_a_second_appending_writer_is_refused(where: Location) -> None:
+    first = new_run(where)
+    first.metrics.log(1, loss=1.0, wall_time=W1)
+    second = mrecd.open_record(where, "r+")
+    with pytest.raises(WriterBusy, match=r"another writer is appending.*§4.3"):
+        second.metrics.log(2, loss=0.5, wall_time=W2)
+    first.close()
+    second.metrics.log(2, loss=0.5, wall_time=W2)
+    second.close()
+    assert mrecd.open_record(where).metrics.series("loss").steps == [1, 2]
+
+
+def test_flush_keeps_the_writer_and_appends_continue(where: Location) -> None:
+    rec = new_run(where)
+    rec.metrics.log(1, loss=1.0, wall_time=W1)
+    rec.metrics.flush()
+    rec.metrics.log(2, loss=0.5, wall_time=W2)
+    first_line = wal(where).index(b"\n") + 1
+    assert wal(where).count(b"\n") == 2
+    assert catalog(where)["wal"] == {"lines": 1, "bytes": first_line}
+    rec.close()
+    assert catalog(where)["wal"] == {"lines": 2, "bytes": len(wal(where))}
+
+
+def test_a_packed_record_reads_its_metrics(where: Location) -> None:
+    rec = new_run(where)
+    rec.metrics.log(1, loss=1.0, wall_time=W1)
+    rec.close()
+    packed = mrecd.pack_record(where)
+    assert mrecd.open_record(packed).metrics.series("loss").values == [1.0]

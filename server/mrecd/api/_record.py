@@ -517,6 +517,8 @@ class StoredRecord:
             raise InvalidRecord("meta is always present (record.md §2)", path="meta")
         remaining = set(store.sections()) - {name}
         self._check_substantive(remaining)
+        if name == "metrics" and self._metrics is not None:
+            self._metrics.release()
         store.delete(name)
         self._forget(name)
         if name in ("status", "method"):

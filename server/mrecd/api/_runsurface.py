@@ -173,7 +173,8 @@ class Metrics:
         wal = complete_lines(read_wal(tree))
         catalog = closed_catalog({} if closed is None else closed.attributes, series, wal)
         old = store.path / "metrics"
-        self.release()  # the section is swapped in whole: reopen the WAL afterwards
+        if self._appender is not None:  # the section is swapped whole: reopen the WAL after
+            self._appender.suspend()
         store.replace("metrics", densified_writer(old, catalog, series, wal))
 
     def release(self) -> None:
@@ -184,9 +185,11 @@ class Metrics:
 
     def close(self) -> None:
         """Densify if this object appended anything, then release the writer."""
-        if self._appender is not None:
-            self.flush()
-        self.release()
+        try:
+            if self._appender is not None:
+                self.flush()
+        finally:
+            self.release()
 
     def __repr__(self) -> str:
         return f"Metrics({self.keys()})"

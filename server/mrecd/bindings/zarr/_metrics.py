@@ -29,7 +29,7 @@ from ...model import (
     parse_wal,
     safe_name,
 )
-from ...storage import IfMatch, Location, PositionalFile, PutMode, Store
+from ...storage import IfMatch, Location, PositionalFile, PutMode, Store, WriterLease
 from ._arrays import array_dtype, read_values, write_array, zarr_store_at
 from ._frames import write_group_json
 from ._tree import Tree, join
@@ -267,14 +267,41 @@ class WalAppender:
     def __init__(self, root: Location) -> None:
         self._store: Store = root.store
         self._key = (root / WAL).key
-        self._ensure_group(root)
+        self._lease = self._take_lease(root)
         self._file: PositionalFile | None = None
         self._data = b""
         self._etag: str | None = None
+        self._open = False
+        try:
+            self._ensure_group(root)
+            self._reopen()
+        except BaseException:
+            self._lease.release()
+            raise
+
+    def _take_lease(self, root: Location) -> WriterLease:
+        try:
+            return self._store.writer_lease(join(root.key, ".metrics-writer"))
+        except WriterBusy:
+            raise WriterBusy(
+                "another writer is appending to metrics/metrics.jsonl: exactly one appending"
+                " writer at a time (run-surface.md §4.3)",
+                path=self._key,
+            ) from None
+
+    def _reopen(self) -> None:
         if self._store.positional_writes:
             self._open_positional()
         else:
             self._open_conditional()
+        self._open = True
+
+    def suspend(self) -> None:
+        """Let go of the file (not the lease) while the section is swapped; reopened on append."""
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+        self._open = False
 
     def _ensure_group(self, root: Location) -> None:
         with suppress(PreconditionFailed):  # the group is there already
@@ -311,6 +338,8 @@ class WalAppender:
     def append(self, events: list[MetricEvent]) -> None:
         """Append one line per event, durably."""
         lines = b"".join(encode_event(e) for e in events)
+        if not self._open:
+            self._reopen()
         if self._file is not None:
             self._file.pwrite(self._size, lines)
             self._file.sync()
@@ -320,10 +349,9 @@ class WalAppender:
             self._data += lines
 
     def close(self) -> None:
-        """Release the file handle."""
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        """Release the file handle and the writer lease."""
+        self.suspend()
+        self._lease.release()
 
 
 # -- validation --------------------------------------------------------------------------------
