@@ -68,3 +68,27 @@ def test_a_catalog_count_off_the_arrays_is_reported(where: Location) -> None:
     doc["attributes"]["series"]["loss"]["count"] = 3
     (where / "metrics" / "zarr.json").write_bytes(json.dumps(doc).encode())
     assert rules(where) == [("metrics.series.loss", "run-surface.md §4.2")]
+
+
+def test_a_custom_metric_type_needs_its_module(where: Location) -> None:
+    run(where)
+    key = (where / "metrics" / "metrics.jsonl").key
+    line = b'{"t":"hist","k":"grad","s":3,"w":"2026-08-04T00:00:03Z","v":[1,2]}\n'
+    where.store.put(key, (where.store.get(key) or b"") + line)
+    found = validate_record(where)
+    assert [(v.path, v.rule) for v in found] == [("metrics.series.grad", "run-surface.md §4.1")]
+    assert "names no module under meta/modules" in found[0].message
+
+
+def test_a_time_dependent_observable_spans_the_trajectory(where: Location) -> None:
+    rec = mrecd.create_record(where, status={"state": "succeeded"})
+    for step in range(3):
+        rec.trajectory.append(  # type: ignore[union-attr]
+            mrecd.Frame({"atoms": {"x": np.zeros(2)}}, step=step)
+        )
+    rec.write_observable("msd", np.zeros(3), DOC | {"time_dependent": True})
+    rec.write_observable("bad", np.zeros(4), DOC | {"time_dependent": True})
+    rec.close()
+    found = validate_record(where)
+    assert [(v.path, v.rule) for v in found] == [("observables/bad", "run-surface.md §5")]
+    assert "4 rows on its leading axis, the trajectory 3 frames" in found[0].message

@@ -26,7 +26,12 @@ from ._metrics import (
     read_metrics,
     read_wal,
 )
-from ._observables import observable_problems, observables_writer, read_observables
+from ._observables import (
+    frame_axis_problems,
+    observable_problems,
+    observables_writer,
+    read_observables,
+)
 from ._pack import pack_directory
 from ._record import (
     RecordStore,
@@ -63,6 +68,7 @@ __all__ = [
     "create_trajectory_group",
     "densified_writer",
     "document_writer",
+    "frame_axis_problems",
     "frame_from_parts",
     "frame_section_writer",
     "join",

@@ -393,8 +393,27 @@ def _watermark_problems(closed: ClosedMetrics, wal: bytes) -> list[InvalidRecord
     ]
 
 
-def metrics_problems(tree: Tree) -> list[InvalidRecord]:
-    """Every broken §4 rule of the ``metrics`` section: catalog, arrays, WAL, watermark."""
+def _type_problems(tree: Tree, modules: Mapping[str, Any]) -> list[InvalidRecord]:
+    try:
+        series = read_metrics(tree)
+    except InvalidRecord:
+        return []  # reported by metrics_problems
+    return [
+        InvalidRecord(
+            f"series {key!r} has custom type {s.type!r}, which names no module under"
+            " meta/modules (run-surface.md §4.1)",
+            path=f"metrics.series.{key}",
+        )
+        for key, s in series.items()
+        if s.type != "scalar" and s.type not in modules
+    ]
+
+
+def metrics_problems(tree: Tree, modules: Mapping[str, Any]) -> list[InvalidRecord]:
+    """Every broken §4 rule of the ``metrics`` section: catalog, arrays, WAL, watermark, types.
+
+    ``modules`` is ``meta.modules`` (custom event types must name one).
+    """
     problems: list[InvalidRecord] = []
     if tree.read(join(SECTION, "index.json")) is not None:
         problems.append(
@@ -411,4 +430,4 @@ def metrics_problems(tree: Tree) -> list[InvalidRecord]:
             problems.extend(_watermark_problems(closed, wal))
         except InvalidRecord as exc:
             problems.append(exc)
-    return problems
+    return [*problems, *_type_problems(tree, modules)]

@@ -160,5 +160,29 @@ def observable_problems(tree: Tree) -> list[InvalidRecord]:
     return problems
 
 
+def frame_axis_problems(tree: Tree) -> list[InvalidRecord]:
+    """Time-dependent observables whose leading axis is not the trajectory's ``nstep`` frames."""
+    trajectory = tree.node("trajectory")
+    nstep = None if trajectory is None else trajectory.attributes.get("nstep")
+    if not isinstance(nstep, int) or isinstance(nstep, bool):
+        return []
+    try:
+        arrays, metas = _arrays(tree), _meta_groups(tree)
+    except InvalidRecord:
+        return []  # reported by observable_problems
+    found = []
+    for name in sorted(set(arrays) & set(metas)):
+        shape = array_shape(arrays[name])
+        if metas[name].attributes.get("time_dependent") is True and shape and shape[0] != nstep:
+            found.append(
+                InvalidRecord(
+                    f"time_dependent observable {name!r} has {shape[0]} rows on its leading axis,"
+                    f" the trajectory {nstep} frames (run-surface.md §5)",
+                    path=arrays[name].path,
+                )
+            )
+    return found
+
+
 def _only(nodes: Mapping[str, Node], name: str) -> dict[str, Node]:
     return {name: nodes[name]} if name in nodes else {}
