@@ -273,7 +273,7 @@ class MetricSeries:
     values: list[Any] = field(default_factory=list)
     steps: list[int | None] = field(default_factory=list)
     wall_times: list[str] = field(default_factory=list)
-    _at_step: dict[int, int] = field(default_factory=dict, repr=False)
+    _at_step: dict[int, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def add(self, event: MetricEvent) -> None:
         """Add ``event``: the later of two events with one step replaces the earlier's point."""

@@ -23,7 +23,6 @@ from ...model import (
     MetricEvent,
     MetricSeries,
     complete_lines,
-    decode_safe_name,
     encode_event,
     merge_series,
     parse_wal,
@@ -230,11 +229,6 @@ def densified_writer(
         write_group_json(new, catalog)
 
     return writer
-
-
-def decode_names(names: list[str]) -> list[str]:
-    """Series keys of array names under ``series/`` (for a validator's cross-check)."""
-    return [decode_safe_name(n) for n in names]
 
 
 # -- the live WAL ------------------------------------------------------------------------------
