@@ -216,3 +216,17 @@ def test_a_packed_record_reads_its_metrics(where: Location) -> None:
     rec.close()
     packed = mrecd.pack_record(where)
     assert mrecd.open_record(packed).metrics.series("loss").values == [1.0]
+
+
+def test_a_series_is_logged_with_steps_always_or_never(where: Location) -> None:
+    rec = new_run(where)
+    rec.metrics.log(1, loss=1.0, wall_time=W1)
+    rec.metrics.log(lr=0.1, wall_time=W1)
+    with pytest.raises(InvalidRecord, match=r"'loss' was logged with a step.*§4.2"):
+        rec.metrics.log(loss=0.5, wall_time=W2)
+    rec.close()
+    again = mrecd.open_record(where, "r+")
+    with pytest.raises(InvalidRecord, match=r"'lr' was logged without a step"):
+        again.metrics.log(3, lr=0.2, wall_time=W2)
+    again.close()
+    assert wal(where).count(b"\n") == 2

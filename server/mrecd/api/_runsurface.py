@@ -24,7 +24,7 @@ from ..bindings.zarr import (
     read_observables,
     read_wal,
 )
-from ..errors import NotFound, ReadOnlyError
+from ..errors import InvalidRecord, NotFound, ReadOnlyError
 from ..model import MetricSeries, Observable, complete_lines, make_event, now_rfc3339
 
 if TYPE_CHECKING:
@@ -93,6 +93,8 @@ class Metrics:
     def __init__(self, record: StoredRecord) -> None:
         self._record = record
         self._appender: WalAppender | None = None
+        #: Per series key: whether its points carry steps (checked before each append).
+        self._stepped: dict[str, bool] = {}
 
     def _tree(self) -> Tree:
         return self._record._tree
@@ -124,7 +126,8 @@ class Metrics:
         Raises
         ------
         InvalidRecord
-            An empty key, a non-integer step, a non-number value or a bad time.
+            An empty key, a non-integer step, a non-number value, a bad time,
+            or a step given (or not) unlike the series' earlier points.
         ReadOnlyError
             The record is read-only.
         WriterBusy
@@ -134,13 +137,29 @@ class Metrics:
         stamp = now_rfc3339() if wall_time is None else wall_time
         events = [make_event(k, v, step=step, wall_time=stamp, tags=tags) for k, v in items.items()]
         if events:
-            self._writer().append(events)
+            writer = self._writer()
+            for event in events:
+                self._check_stepped(event.key, event.step is not None)
+            writer.append(events)
+            self._stepped.update((e.key, e.step is not None) for e in events)
 
     def _writer(self) -> WalAppender:
         if self._appender is None:
             store = self._record._written()
             self._appender = WalAppender(store.path)
+            self._stepped = {k: s.has_steps for k, s in read_metrics(store.tree).items()}
         return self._appender
+
+    def _check_stepped(self, key: str, stepped: bool) -> None:
+        """A series is logged with a step always or never: its ``steps/`` array must align."""
+        known = self._stepped.get(key)
+        if known is not None and known != stepped:
+            how = "with" if known else "without"
+            raise InvalidRecord(
+                f"series {key!r} was logged {how} a step; every point of a series has a step or"
+                " none does, so steps/ stays aligned with series/ (run-surface.md §4.2)",
+                path=f"metrics.series.{key}",
+            )
 
     def series(self, key: str) -> MetricSeries:
         """The points of series ``key`` (values, steps, wall times), closed form and WAL merged.
