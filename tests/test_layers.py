@@ -17,7 +17,10 @@ BANNED = {"os", "shutil", "fcntl", "pathlib", "obstore"}
 BANNED_NAMES = {("zarr.storage", "LocalStore"), ("zarr.storage", "ZipStore")}
 SEAMED = [
     *sorted((SERVER / "bindings" / "zarr").glob("*.py")),
-    *(SERVER / "api" / n for n in ("_record.py", "_trajectory.py", "_validate.py")),
+    *(
+        SERVER / "api" / n
+        for n in ("_record.py", "_runsurface.py", "_trajectory.py", "_validate.py")
+    ),
 ]
 
 

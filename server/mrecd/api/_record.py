@@ -30,13 +30,14 @@ from ..bindings.zarr import (
     record_kind,
     typed_attributes,
 )
-from ..errors import AlreadyExists, InvalidRecord, ReadOnlyError
+from ..errors import AlreadyExists, InvalidRecord, NotFound, ReadOnlyError
 from ..forcefield import ForceField
 from ..model import (
     MOLREC_VERSION,
     Block,
     Declaration,
     Frame,
+    Observable,
     check_block_targets,
     check_method,
     check_molrec_version,
@@ -45,6 +46,7 @@ from ..model import (
     stamp_meta,
 )
 from ..storage import Location, location_of
+from ._runsurface import Metrics, Observables, read_record_observables, write_observables
 from ._trajectory import Trajectory, create_trajectory, open_trajectory
 
 if TYPE_CHECKING:
@@ -165,6 +167,7 @@ class StoredRecord:
         self._read_only = read_only
         self._cache: dict[str, Any] = {"status": None, "method": None}
         self._trajectory: Trajectory | None = None
+        self._metrics: Metrics | None = None
         if store is None:  # a record not on the store yet: its first write creates it
             assert unborn is not None
             self._location, self._meta = unborn
@@ -316,6 +319,25 @@ class StoredRecord:
         return None if method is None else dict(method)
 
     @property
+    def observables(self) -> Observables:
+        """The named observables (run-surface.md §5): ``rec.observables["msd"].data``."""
+        return Observables(self)
+
+    def _observables(self) -> dict[str, Observable]:
+        if "observables" not in self._cache:
+            found = {} if self._store is None else read_record_observables(self._store.tree)
+            self._cache["observables"] = found
+        observables: dict[str, Observable] = self._cache["observables"]
+        return observables
+
+    @property
+    def metrics(self) -> Metrics:
+        """The run's metrics (run-surface.md §4): ``rec.metrics.log(step, loss=0.5)``."""
+        if self._metrics is None:
+            self._metrics = Metrics(self)
+        return self._metrics
+
+    @property
     def _tree(self) -> Tree:
         """The record's node tree (directory or packed zip), for the trajectory and validator."""
         if self._store is None:
@@ -450,6 +472,44 @@ class StoredRecord:
         store.replace_document("method", document)
         self._cache["method"] = document
 
+    def write_observable(
+        self,
+        name: str,
+        data: Any,
+        document: Mapping[str, Any] | None = None,
+        **keys: Any,
+    ) -> None:
+        """Write (or replace) observable ``name``: its data array and metadata document.
+
+        Parameters
+        ----------
+        name
+            Non-empty, no ``/``, not ``.``, ``..`` or ``meta``, no leading ``__``.
+        data
+            Any shape (0-d allowed), any column dtype.
+        document
+            The metadata document; ``**keys`` are merged over it (``kind``,
+            ``description``, ``time_dependent`` required; others kept verbatim).
+
+        Raises
+        ------
+        InvalidRecord
+            A rule of run-surface.md §5 is broken (the message cites it).
+        """
+        store = self._written()
+        observable = Observable.build(name, data, {**(document or {}), **keys})
+        self._stamp_if_needed()
+        write_observables(store, {name: observable})
+        self._cache.pop("observables", None)
+
+    def delete_observable(self, name: str) -> None:
+        """Remove observable ``name`` (array and metadata group); the rest is kept."""
+        store = self._written()
+        if name not in self._observables():
+            raise NotFound(f"the record has no observable {name!r}", path=f"observables/{name}")
+        write_observables(store, {name: None})
+        self._cache.pop("observables", None)
+
     def delete_section(self, name: str) -> None:
         """Remove a root section (not ``meta``); refused if no substantive section would remain."""
         store = self._written()
@@ -457,6 +517,8 @@ class StoredRecord:
             raise InvalidRecord("meta is always present (record.md §2)", path="meta")
         remaining = set(store.sections()) - {name}
         self._check_substantive(remaining)
+        if name == "metrics" and self._metrics is not None:
+            self._metrics.release()
         store.delete(name)
         self._forget(name)
         if name in ("status", "method"):
@@ -466,6 +528,14 @@ class StoredRecord:
 
     def close(self) -> None:
         """Commit the trajectory durably, release handles; the object is unusable afterwards."""
+        try:
+            if self._metrics is not None:
+                self._metrics.close()
+        finally:
+            self._metrics = None
+            self._close_rest()
+
+    def _close_rest(self) -> None:
         try:
             if self._trajectory is not None:
                 self._trajectory.close()

@@ -29,8 +29,11 @@ from ..bindings.zarr import (
     Sink,
     Tree,
     array_dtype,
+    frame_axis_problems,
     frame_from_parts,
     join,
+    metrics_problems,
+    observable_problems,
     read_values,
     record_kind,
 )
@@ -118,6 +121,7 @@ def validate_record(path: str | PathLike[str] | Location) -> list[Violation]:
     try:
         _check_documents(store, report)
         _check_frame_sections(store, report)
+        _check_run_surface(store, report)
         _check_arrays(store.tree, report)
         if store.tree.packed:
             _check_packing(store.tree, report)
@@ -200,6 +204,14 @@ def _version(store: RecordStore) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _modules(store: RecordStore) -> Mapping[str, Any]:
+    try:
+        modules = (store.document("meta") or {}).get("modules")
+    except InvalidRecord:
+        return {}
+    return modules if isinstance(modules, Mapping) else {}
+
+
 def _valid_values(block: Block, column: str) -> Any:
     col = block[column]
     return col.values if col.validity is None else col.values[col.validity]
@@ -274,6 +286,17 @@ def _check_endpoints(section: str, blocks: Mapping[str, Block], report: _Report)
                     f"endpoint {int(values.max())} is not below the {atoms.count} rows of atoms"
                     " (frame.md §8)",
                 )
+
+
+# -- observables and metrics (run-surface.md §4-§5) -------------------------------------------
+
+
+def _check_run_surface(store: RecordStore, report: _Report) -> None:
+    tree = store.tree
+    for exc in [*observable_problems(tree), *frame_axis_problems(tree)]:
+        report.error(exc, path="observables", rule="run-surface.md §5")
+    for exc in metrics_problems(tree, _modules(store)):
+        report.error(exc, path="metrics", rule="run-surface.md §4")
 
 
 # -- every array ------------------------------------------------------------------------------

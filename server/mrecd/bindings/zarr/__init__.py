@@ -16,6 +16,22 @@ from ._frames import (
     typed_attributes,
 )
 from ._layout import BRAND, DOCUMENT_SECTIONS, FRAME_SECTIONS, SUBSTANTIVE, ZIP_BRAND
+from ._metrics import (
+    ClosedMetrics,
+    WalAppender,
+    closed_catalog,
+    densified_writer,
+    metrics_problems,
+    read_closed,
+    read_metrics,
+    read_wal,
+)
+from ._observables import (
+    frame_axis_problems,
+    observable_problems,
+    observables_writer,
+    read_observables,
+)
 from ._pack import pack_directory
 from ._record import (
     RecordStore,
@@ -35,6 +51,7 @@ __all__ = [
     "FRAME_SECTIONS",
     "SUBSTANTIVE",
     "ZIP_BRAND",
+    "ClosedMetrics",
     "Node",
     "RecordStore",
     "SectionParts",
@@ -43,16 +60,27 @@ __all__ = [
     "TrajectoryReader",
     "TrajectoryWriter",
     "Tree",
+    "WalAppender",
     "array_dtype",
     "build_record",
     "check_blocks",
+    "closed_catalog",
     "create_trajectory_group",
+    "densified_writer",
     "document_writer",
+    "frame_axis_problems",
     "frame_from_parts",
     "frame_section_writer",
     "join",
+    "metrics_problems",
+    "observable_problems",
+    "observables_writer",
     "pack_directory",
+    "read_closed",
+    "read_metrics",
+    "read_observables",
     "read_values",
+    "read_wal",
     "rebase",
     "record_kind",
     "typed_attributes",

@@ -74,7 +74,9 @@ def plan_extents(
     empty leading axis, or rows of zero bytes make one chunk holding everything;
     every chunk extent is at least 1 to be valid Zarr.
     """
-    rows_total = shape[0] if shape else 1
+    if not shape:  # a 0-d array (an observable) is its own single chunk
+        return (), None
+    rows_total = shape[0]
     trailing = tuple(max(1, n) for n in shape[1:])
     if row_bytes is None or row_bytes == 0 or rows_total == 0:
         return (max(1, rows_total), *trailing), None
