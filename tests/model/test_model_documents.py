@@ -5,6 +5,7 @@ record.md §2.3, §4; run-surface.md §2-§3; collection.md §2.1; spec README "
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -78,8 +79,8 @@ def test_stamping_still_validates_the_rest_and_copies() -> None:
         ({"modules": {"qm": {"version": [1, "2"]}}}, "meta.modules.qm.version"),
         ({"modules": {"qm": {"version": [1.0, 2]}}}, "meta.modules.qm.version"),
         ({"modules": {"qm": {"version": [True, 2]}}}, "meta.modules.qm.version"),
-        ({"modules": {"qm": {}}}, "meta.modules.qm.version"),
-        ({"modules": {"qm": 1}}, "meta.modules.qm.version"),
+        ({"modules": {"qm": {"version": None}}}, "meta.modules.qm.version"),
+        ({"modules": {"qm": 1}}, "meta.modules.qm"),
         ({"modules": []}, "meta.modules"),
         ({"record_id": 5}, "meta.record_id"),
         ({"content_hash": None}, "meta.content_hash"),
@@ -248,3 +249,13 @@ def test_a_collection_version_is_checked_when_present() -> None:
         check_collection_meta({"units": {}, "molrec_version": None})
     with pytest.raises(mrecd.UnsupportedVersion):
         check_collection_meta({"units": {}, "molrec_version": 3})
+
+
+def test_a_module_without_a_version_is_kept(tmp_path: Path) -> None:
+    """Other writers record modules with only ``spec`` and their own keys (issue 10, item 4)."""
+    meta = {"modules": {"qm": {"spec": "https://example.org/qm", "basis": "def2-svp"}}}
+    assert check_record_meta(meta) == meta
+    path = tmp_path / "m.mrec"
+    mrecd.create_record(path, meta=meta, status={"state": "running"}).close()
+    with mrecd.open_record(path) as record:
+        assert record.meta["modules"] == meta["modules"]

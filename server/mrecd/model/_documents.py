@@ -108,7 +108,15 @@ def check_record_meta(doc: Any, *, path: str = "meta") -> dict[str, Any]:
                 "modules is an object {name: {version: [major, minor]}}", path=f"{path}.modules"
             )
         for name, module in modules.items():
-            version = module.get("version") if isinstance(module, Mapping) else None
+            if not isinstance(module, Mapping):
+                raise InvalidRecord(
+                    "a module entry is an object (record.md §4.2)", path=f"{path}.modules.{name}"
+                )
+            if "version" not in module:
+                # Other writers keep modules with only `spec` and their own keys: the
+                # version is checked when present, the entry preserved (record.md §4.3).
+                continue
+            version = module["version"]
             if not (
                 isinstance(version, list)
                 and len(version) == 2
