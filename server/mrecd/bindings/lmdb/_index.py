@@ -260,13 +260,20 @@ class IndexTable:
 
     @classmethod
     def from_block(cls, block: Block) -> IndexTable:
-        """A table holding a decoded, checked ``records`` block (copied, with capacity)."""
-        specs = {name: _stored_spec(column) for name, column in block.items()}
+        """A table holding a decoded, checked ``records`` block (copied, with capacity).
+
+        Columns are found by name: the four binding columns first in the
+        file is the reference writer's order (lmdb.md §4, (ref)), not a rule.
+        The table puts them first, so a rewritten index is in that order.
+        """
+        order = [*RESERVED, *(name for name in block if name not in RESERVED)]
+        specs = {name: _stored_spec(block[name]) for name in order}
         n = block.count
         capacity = max(_MIN_CAPACITY, n + n // 2)
         values: dict[str, npt.NDArray[Any]] = {}
         valid: dict[str, npt.NDArray[np.bool_] | None] = {}
-        for name, column in block.items():
+        for name in order:
+            column = block[name]
             values[name] = _allocate(specs[name], capacity)
             values[name][:n] = column.values
             mask = None
@@ -387,12 +394,6 @@ def _check_reserved(block: Block) -> None:
             )
         if column.dtype != dtype or column.trailing or column.validity is not None:
             raise InvalidRecord(f"{name} is {dtype}[R] without a mask (lmdb.md §4)", path=where)
-    if list(block)[: len(RESERVED)] != list(RESERVED):
-        # (ref) header order: the binding's four columns, then the collection's own.
-        raise InvalidRecord(
-            f"the index's first columns are {list(RESERVED)} in that order (lmdb.md §4)",
-            path="index/records",
-        )
 
 
 def _check_counts(block: Block, n_records: int, n_frames: int) -> None:

@@ -23,6 +23,8 @@ _KEYS: Final = (
     "n_records",
     "n_frames",
 )
+#: Keys a reader accepts missing (lmdb.md §8, §3 (ref)).
+_OPTIONAL: Final = frozenset({"layout_version", "sequence_schema"})
 _EMPTY_SCHEMA: Final[dict[str, Any]] = {"blocks": {}, "meta": {}}
 
 
@@ -69,9 +71,9 @@ def _count(value: Any, key: str) -> int:
 
 def _layout_version(meta: dict[str, Any]) -> None:
     if "layout_version" not in meta:
-        raise UnsupportedVersion(
-            "layout_version is required (lmdb.md §3)", path="meta.layout_version"
-        )
+        # lmdb.md §8: writers of the reference 0.2.0 line and the later upstream
+        # revision write no layout_version; their byte layout is layout 1.
+        return
     version = meta["layout_version"]
     if (
         isinstance(version, bool)
@@ -86,6 +88,8 @@ def _layout_version(meta: dict[str, Any]) -> None:
 
 
 def _declaration(schema: Any) -> Declaration | None:
+    if schema is None:
+        return None  # (ref) alternative: "no declaration" written as null or left out
     declaration = Declaration.from_dict(schema, path="meta.sequence_schema")
     # (ref) {"blocks": {}, "meta": {}} is how "no declaration" is written.
     return None if not declaration.blocks and not declaration.meta else declaration
@@ -95,12 +99,15 @@ def decode_meta(raw: bytes | memoryview) -> MetaValue:
     """Read and check a ``meta`` value as a reader (lmdb.md §3).
 
     Refuses: not a JSON object; ``layout`` other than ``"mrec-lmdb"``;
-    ``layout_version`` missing or outside ``1..=1`` (``"1"`` included); a
+    a ``layout_version`` outside ``1..=1`` (``"1"`` and ``null`` included; a
+    missing one is 1, as lmdb.md §8's writers leave it out); a
     collection document without ``units``, with unparseable units or with a
     ``molrec_version`` that is ``null``, newer than 2 or not an integer; a
     malformed ``sequence_schema``; counts that are not non-negative integers.
-    Every key of the value is required and no other key is allowed (chosen:
-    an unknown key could change what the file means, as in frame headers).
+    Every other key of the value is required except ``sequence_schema``
+    (absent or ``null``: no declaration), and no other key is allowed
+    (chosen: an unknown key could change what the file means, as in frame
+    headers).
     """
     try:
         meta = loads_strict(bytes(raw))
@@ -118,13 +125,13 @@ def decode_meta(raw: bytes | memoryview) -> MetaValue:
     unknown = set(meta) - set(_KEYS)
     if unknown:
         raise InvalidRecord(f"unknown meta keys {sorted(unknown)} (lmdb.md §3)", path="meta")
-    missing = [k for k in _KEYS if k not in meta]
+    missing = [k for k in _KEYS if k not in meta and k not in _OPTIONAL]
     if missing:
         raise InvalidRecord(f"meta lacks {missing} (lmdb.md §3)", path="meta")
     collection = check_collection_meta(meta["collection"], path="meta.collection")
     return MetaValue(
         collection=collection,
-        declaration=_declaration(meta["sequence_schema"]),
+        declaration=_declaration(meta.get("sequence_schema")),
         n_records=_count(meta["n_records"], "n_records"),
         n_frames=_count(meta["n_frames"], "n_frames"),
     )
