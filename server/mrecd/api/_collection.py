@@ -426,15 +426,37 @@ class Collection:
             return range(n, n)
         return self._binding.append(items, own)
 
-    def compact(self, path: PathLike, *, overwrite: bool = False) -> None:
-        """Write a packed copy of this collection to the new file ``path``.
+    def compact(self, path: PathLike | None = None, *, overwrite: bool = False) -> None:
+        """Pack the collection: into the new file ``path``, or in place.
 
         A collection grown by appends keeps its LMDB leaf pages about half
         full; the copy packs them (typically close to half the size) and holds
-        the same keys and values. Readers and writers of this collection may
-        go on meanwhile: the copy is of one committed state.
+        the same records. A paged index (collections past 512 records,
+        mrecd's extension) becomes the one ``index`` value of lmdb.md §4, so
+        the result is in the layout every reader of the format reads.
+
+        Parameters
+        ----------
+        path
+            A new ``<name>.mrec.lmdb`` file for the copy. Readers and writers of
+            this collection may go on meanwhile: the copy is of one committed
+            state. ``None`` compacts in place (needs mode ``"r+"``): the copy is
+            written beside the file, then renamed over it while every writer is
+            held off. This process uses the new file at once. Other processes
+            keep reading the old file (a consistent snapshot that no longer
+            grows) until they reopen it; an append from one that has not
+            reopened raises :class:`~mrecd.errors.RetryableError`.
+        overwrite
+            Replace an existing file at ``path``.
+
+        Raises
+        ------
+        AlreadyExists
+            ``path`` exists and ``overwrite`` is false.
+        ReadOnlyError
+            In place on a collection opened with ``mode="r"``.
         """
-        self._binding.compact(os.fspath(path), overwrite=overwrite)
+        self._binding.compact(None if path is None else os.fspath(path), overwrite=overwrite)
 
     def to_dict(self) -> dict[str, Any]:
         """The whole collection in its logical JSON form (the schema fixtures' shape).

@@ -10,11 +10,25 @@ from typing import Any, Final
 from ...errors import InvalidRecord, UnsupportedVersion
 from ...model import Declaration, check_collection_meta, dumps_strict, loads_strict
 
-__all__ = ["LAYOUT", "LAYOUT_VERSION", "MetaValue", "decode_meta", "meta_encoder"]
+__all__ = [
+    "INDEX_PAGES",
+    "LAYOUT",
+    "LAYOUT_VERSION",
+    "PAGE_ROWS",
+    "MetaValue",
+    "decode_meta",
+    "meta_encoder",
+]
 
 LAYOUT: Final = "mrec-lmdb"
 #: The byte layout this package writes and the newest it reads.
 LAYOUT_VERSION: Final = 1
+#: mrecd's extension key: the index is split in pages of this many rows (README).
+INDEX_PAGES: Final = "mrecd_index_pages"
+#: Rows per index page mrecd writes; a collection of at most this many records
+#: keeps the one ``index`` value of lmdb.md §4.
+PAGE_ROWS: Final = 512
+_MAX_PAGE_ROWS: Final = 2**24
 _KEYS: Final = (
     "layout",
     "layout_version",
@@ -22,9 +36,10 @@ _KEYS: Final = (
     "sequence_schema",
     "n_records",
     "n_frames",
+    INDEX_PAGES,
 )
 #: Keys a reader accepts missing (lmdb.md §8, §3 (ref)).
-_OPTIONAL: Final = frozenset({"layout_version", "sequence_schema"})
+_OPTIONAL: Final = frozenset({"layout_version", "sequence_schema", INDEX_PAGES})
 _EMPTY_SCHEMA: Final[dict[str, Any]] = {"blocks": {}, "meta": {}}
 
 
@@ -36,6 +51,8 @@ class MetaValue:
     declaration: Declaration | None
     n_records: int
     n_frames: int
+    #: rows per index page when the index is paged (mrecd's extension), else ``None``
+    page_rows: int | None = None
 
     @property
     def molrec_version(self) -> int | None:
@@ -44,21 +61,37 @@ class MetaValue:
         return None if version is None else int(version)
 
 
-def meta_encoder(collection: dict[str, Any], declaration: Declaration | None) -> Any:
+def meta_encoder(
+    collection: dict[str, Any], declaration: Declaration | None, page_rows: int | None = None
+) -> Any:
     """A function ``(n_records, n_frames) -> bytes`` for the fixed parts given.
 
-    The document and the schema are serialized once; a commit only adds its counts.
+    The document and the schema are serialized once; a commit only adds its
+    counts. ``page_rows`` marks a paged index (the key is left out otherwise,
+    so a one-value index keeps lmdb.md §3's six keys).
     """
     schema = _EMPTY_SCHEMA if declaration is None else declaration.to_dict()
     head = (
         f'{{"layout":{dumps_strict(LAYOUT)},"layout_version":{LAYOUT_VERSION},'
         f'"collection":{dumps_strict(collection)},"sequence_schema":{dumps_strict(schema)},'
     )
+    if page_rows is not None:
+        head += f'"{INDEX_PAGES}":{page_rows},'
 
     def encode(n_records: int, n_frames: int) -> bytes:
         return f'{head}"n_records":{n_records},"n_frames":{n_frames}}}'.encode()
 
     return encode
+
+
+def _page_rows(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_PAGE_ROWS:
+        raise InvalidRecord(
+            f"{INDEX_PAGES} is the index's rows per page, an integer in 1..{_MAX_PAGE_ROWS},"
+            f" not {value!r}",
+            path=f"meta.{INDEX_PAGES}",
+        )
+    return value
 
 
 def _count(value: Any, key: str) -> int:
@@ -134,4 +167,5 @@ def decode_meta(raw: bytes | memoryview) -> MetaValue:
         declaration=_declaration(meta.get("sequence_schema")),
         n_records=_count(meta["n_records"], "n_records"),
         n_frames=_count(meta["n_frames"], "n_frames"),
+        page_rows=_page_rows(meta[INDEX_PAGES]) if INDEX_PAGES in meta else None,
     )
