@@ -221,7 +221,12 @@ def _columns(frame: Frame, columns: Iterable[str] | Mapping[str, Iterable[str]])
 def _record(
     binding: LmdbCollection, parts: RecordParts, frames: list[Frame] | None = None
 ) -> Record:
-    record = Record(parts.meta, system=parts.system)
+    # The parts were checked as they were read: skip Record's own checks of them.
+    record = object.__new__(Record)
+    record.meta, record.system, record.trajectory = parts.meta, parts.system, None
+    record.frame = record.forcefield = record.declaration = None
+    record.status = record.method = None
+    record.sections = {}
     if parts.view is not None:
         # Record keeps a list; a collection's record reads its frames lazily.
         record.trajectory = CollectionTrajectory(binding, parts.view, frames)  # type: ignore[assignment]

@@ -29,6 +29,7 @@ from ...model import (
     decode_meta,
 )
 from ._keys import frame_key
+from ._plans import Expect, Template, UpdatePlan, expectations, materialize, plan
 
 __all__ = [
     "Expected",
@@ -62,6 +63,10 @@ class Expected:
     tags: dict[str, str]
     #: aligned block -> target
     aligned: dict[str, str]
+    #: block -> {column: what the update-plan fast path checks}
+    fast: dict[str, dict[str, Expect]] = field(default_factory=dict)
+    #: checked ``blocks`` header texts (grows as updates are read; see ``_plans``)
+    templates: dict[str, Template] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, declaration: Declaration) -> Expected:
@@ -76,7 +81,7 @@ class Expected:
             if spec.aligned_with is not None
         }
         tags = {key: spec.dtype for key, spec in declaration.meta.items()}
-        return cls(declaration, columns, tags, aligned)
+        return cls(declaration, columns, tags, aligned, expectations(columns))
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +119,11 @@ class Layout:
     #: block -> (ordinals of its updates, rows of each update)
     updates: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
     boxes: tuple[list[int], list[Box]] = field(default_factory=lambda: ([], []))
+    #: frames whose resolved-frame rules (row counts, ids, targets) held with
+    #: every block decoded: records never change, so they are not checked again
+    checked: set[int] = field(default_factory=set)
+    #: decoded per-step meta of frames read so far (immutable values only)
+    meta_values: dict[int, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def known(self) -> int:
@@ -128,6 +138,8 @@ class Layout:
             list(self.metas),
             {name: (list(o), list(n)) for name, (o, n) in self.updates.items()},
             (list(self.boxes[0]), list(self.boxes[1])),
+            set(self.checked),
+            dict(self.meta_values),
         )
 
     def latest(self, name: str, i: int) -> tuple[int, int] | None:
@@ -205,6 +217,22 @@ def decode_step_meta(raw: dict[str, Any], tags: dict[str, str], where: str) -> d
     return {
         key: decode_meta(tag, raw[key], path=f"{where}.meta.{key}") for key, tag in tags.items()
     }
+
+
+_IMMUTABLE: Final = (float, int, str, bool, type(None))
+
+
+def step_meta(layout: Layout, i: int, tags: dict[str, str], where: str) -> dict[str, Any]:
+    """Frame ``i``'s per-step meta, decoded once; a fresh dict for every caller
+    (values decoded to mutable objects are decoded afresh each time)."""
+    known = layout.meta_values.get(i)
+    if known is not None:
+        return dict(known)
+    values = decode_step_meta(layout.metas[i], tags, where)
+    if all(type(v) in _IMMUTABLE for v in values.values()):
+        layout.meta_values[i] = values
+        return dict(values)
+    return values
 
 
 class _Scan:
@@ -330,13 +358,28 @@ def _check_block(
 
 
 def _decode_update(txn: Any, view: RecordView, k: int, names: list[str]) -> dict[str, Block]:
-    """Blocks ``names`` of update ``k`` (decoded from an owned copy of the value)."""
-    where = f"{view.path}[{k}]"
-    value = txn.get(frame_key(view.first + k))
+    """Blocks ``names`` of update ``k`` (viewing an owned copy of the value)."""
+    j = view.first + k
+    value = txn.get(frame_key(j))
     if value is None:
+        where = f"{view.path}[{k}]"
         raise InvalidRecord("frame key missing inside the record's range (lmdb.md §5)", path=where)
+    buf = bytes(value)
+    known: UpdatePlan | None = view.caches.plan(j)
+    if known is None or known.size != len(buf):
+        planned = plan(buf, view.expect.fast, view.expect.templates)
+        if planned is None:
+            return _decode_general(buf, view, k, names)
+        known = planned[1]
+        view.caches.put_plan(j, known)
+    return materialize(known, buf, names)
+
+
+def _decode_general(buf: bytes, view: RecordView, k: int, names: list[str]) -> dict[str, Block]:
+    """The general decoder: every form of lmdb.md §6, refusing with the rule's message."""
+    where = f"{view.path}[{k}]"
     try:
-        blocks, _ = decode_blocks(bytes(value))
+        blocks, _ = decode_blocks(buf)
     except FrameBytesError as exc:
         raise FrameBytesError(
             exc.message, path=f"{where}/{exc.path}" if exc.path else where
@@ -440,16 +483,21 @@ def resolve(
         counts[name] = latest[1]
         if names is None or name in names:
             wanted.setdefault(latest[0], []).append(name)
-    _check_counts(view, counts, where)
+    checked = i in layout.checked
+    if not checked:
+        _check_counts(view, counts, where)
     decoded: dict[str, Block] = {}
     for k, block_names in wanted.items():
         decoded.update(_decode_update(txn, view, k, block_names))
     blocks = {name: decoded[name] for name in view.declaration.blocks if name in decoded}
-    _check_ids(view, blocks, where)
-    _check_targets(view, blocks, counts, where)
-    if view.molrec_version == 1:
-        check_v1_frame(blocks, where)
-    meta = decode_step_meta(layout.metas[i], view.expect.tags, where)
+    if not checked:
+        _check_ids(view, blocks, where)
+        _check_targets(view, blocks, counts, where)
+        if view.molrec_version == 1:
+            check_v1_frame(blocks, where)
+        if names is None:
+            layout.checked.add(i)  # a set: safe to share between threads
+    meta = step_meta(layout, i, view.expect.tags, where)
     time = None if layout.times is None else layout.times[i]
     tags = dict(view.expect.tags)
     return Frame._trusted(blocks, meta, tags, layout.box(i), layout.steps[i], time)
@@ -463,20 +511,14 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
     declared = list(view.declaration.blocks)
     for k, value in _values(txn, view):
         where = f"{view.path}[{k}]"
-        try:  # one parse of the header serves the layout and the blocks
-            blocks, header = decode_blocks(bytes(value))
-        except FrameBytesError as exc:
-            raise FrameBytesError(
-                exc.message, path=f"{where}/{exc.path}" if exc.path else where
-            ) from None
+        blocks, header = _decode_whole(bytes(value), view, k)
         folder.add(k, header)
-        for name, block in blocks.items():
-            _check_block(name, block, view.expect.columns[name], f"{where}/{name}")
         current.update(blocks)
         resolved = {name: current[name] for name in declared if name in current}
         layout = folder.layout
-        _check_counts(view, {n: b.count for n, b in resolved.items()}, where)
-        _check_ids(view, blocks, where)
+        if view.expect.aligned or view.system is not None:
+            _check_counts(view, {n: b.count for n, b in resolved.items()}, where)
+            _check_ids(view, blocks, where)
         _check_targets(view, resolved, {}, where)
         if view.molrec_version == 1:
             check_v1_frame(blocks, where)
@@ -484,7 +526,30 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
         time = None if layout.times is None else layout.times[k]
         tags = dict(view.expect.tags)
         frames.append(Frame._trusted(resolved, meta, tags, layout.box(k), layout.steps[k], time))
+        layout.checked.add(k)
     return folder.layout, frames
+
+
+def _decode_whole(buf: bytes, view: RecordView, k: int) -> tuple[dict[str, Block], dict[str, Any]]:
+    """Every block of update ``k`` and its header (one parse serves the layout too)."""
+    planned = plan(buf, view.expect.fast, view.expect.templates)
+    if planned is not None:
+        header, known = planned
+        view.caches.put_plan(view.first + k, known)
+        return materialize(known, buf, known.blocks), header
+    where = f"{view.path}[{k}]"
+    try:
+        blocks, header = decode_blocks(buf)
+    except FrameBytesError as exc:
+        raise FrameBytesError(
+            exc.message, path=f"{where}/{exc.path}" if exc.path else where
+        ) from None
+    if not isinstance(header.get("blocks"), dict):
+        raise FrameBytesError("header is an object with blocks", path=where)
+    for name, block in blocks.items():
+        if name in view.expect.columns:  # an undeclared block is refused by the layout scan
+            _check_block(name, block, view.expect.columns[name], f"{where}/{name}")
+    return blocks, header
 
 
 # -- the joined view ------------------------------------------------------------------------

@@ -47,6 +47,7 @@ from ._index import (
 )
 from ._keys import FF, INDEX, META, frame_key, index_page_key, record_key, system_key
 from ._meta import PAGE_ROWS, MetaValue, decode_meta, meta_encoder
+from ._plans import UpdatePlan
 from ._read import Expected, Layout, RecordView, check_v1_frame, loads, resolve, scan, walk
 from ._write import Incoming, Prepared, derive_declaration, prepare, shared_columns
 
@@ -55,6 +56,8 @@ __all__ = ["SUFFIX", "LmdbCollection", "RecordParts"]
 SUFFIX: Final = ".mrec.lmdb"
 #: Record layouts kept per file and process (each a few hundred bytes).
 LAYOUT_CACHE: Final = 65536
+#: Update plans kept per file and process (a few hundred bytes each).
+PLAN_CACHE: Final = 2**17
 #: Bytes of stored system values whose decoded (immutable) frames are kept.
 SYSTEM_CACHE_BYTES: Final = 64 * 2**20
 _NO_DECLARATION: Final = Declaration()
@@ -68,7 +71,32 @@ class _Caches:
     layouts: OrderedDict[int, Layout] = field(default_factory=OrderedDict)
     systems: OrderedDict[int, tuple[Frame, int]] = field(default_factory=OrderedDict)
     system_bytes: int = 0
+    #: checked update plans by global frame ordinal (structure only, no payload)
+    plans: OrderedDict[int, UpdatePlan] = field(default_factory=OrderedDict)
+    #: record -> (the checks it passed under, its system, its view); checked once
+    views: OrderedDict[int, tuple[Expected, Frame | None, RecordView]] = field(
+        default_factory=OrderedDict
+    )
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def plan(self, j: int) -> UpdatePlan | None:
+        return self.plans.get(j)  # one C call: atomic under the GIL, no lock needed
+
+    def view(self, r: int, expect: Expected) -> tuple[Frame | None, RecordView] | None:
+        entry = self.views.get(r)
+        return entry[1:] if entry is not None and entry[0] is expect else None
+
+    def put_view(self, r: int, expect: Expected, system: Frame | None, view: RecordView) -> None:
+        with self.lock:
+            self.views[r] = (expect, system, view)
+            if len(self.views) > LAYOUT_CACHE:
+                self.views.popitem(last=False)
+
+    def put_plan(self, j: int, plan: UpdatePlan) -> None:
+        with self.lock:
+            self.plans[j] = plan
+            if len(self.plans) > PLAN_CACHE:
+                self.plans.popitem(last=False)
 
     def layout(self, r: int) -> Layout | None:
         with self.lock:
@@ -126,8 +154,13 @@ def _state(
     ff: ForceField | None,
     caches: _Caches,
     txn_id: int,
+    old: _State | None = None,
 ) -> _State:
-    expect = Expected.of(meta.declaration or _NO_DECLARATION)
+    """A state; ``old``'s precomputed checks are kept when the declaration is the same."""
+    if old is not None and _schema(old.meta.declaration) == _schema(meta.declaration):
+        expect = old.expect
+    else:
+        expect = Expected.of(meta.declaration or _NO_DECLARATION)
     return _State(raw, meta, table, ff, caches, expect, txn_id)
 
 
@@ -453,7 +486,7 @@ class LmdbCollection:
             txn.put(META, raw)  # last (lmdb.md §3)
             meta = MetaValue(collection, declaration, table.n, table.total_frames, page_rows)
             txn_id = txn.id()
-        return _state(raw, meta, table, state.forcefield, state.caches, txn_id)
+        return _state(raw, meta, table, state.forcefield, state.caches, txn_id, state)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -471,6 +504,18 @@ class LmdbCollection:
             ) from None
         if not isinstance(meta, dict):
             raise InvalidRecord("a record's meta is a JSON object", path=f"{where}.meta")
+        known = state.caches.view(r, state.expect)
+        if known is not None:
+            return RecordParts(meta, *known)
+        system, view = self._parts(txn, state, r, where)
+        if view is not None:
+            state.caches.put_view(r, state.expect, system, view)
+        return RecordParts(meta, system, view)
+
+    def _parts(
+        self, txn: Any, state: _State, r: int, where: str
+    ) -> tuple[Frame | None, RecordView | None]:
+        """Record ``r``'s system and trajectory view, held to the record-level rules."""
         system = state.caches.system(r)
         if system is None:
             raw_system = txn.get(system_key(r))
@@ -482,22 +527,22 @@ class LmdbCollection:
             raise InvalidRecord(
                 "the record has neither system nor trajectory (collection.md §2.5)", path=where
             )
-        view = None
-        if has_trajectory:
-            view = RecordView(
-                r,
-                first,
-                n_frames,
-                state.declaration,
-                system,
-                state.meta.molrec_version,
-                state.expect,
-                state.caches,
-            )
-            if system is not None:
-                check_system_alignment(state.declaration, system.blocks)
-                shared_columns(state.declaration, system, where)
-        return RecordParts(meta, system, view)
+        if not has_trajectory:
+            return system, None
+        view = RecordView(
+            r,
+            first,
+            n_frames,
+            state.declaration,
+            system,
+            state.meta.molrec_version,
+            state.expect,
+            state.caches,
+        )
+        if system is not None:
+            check_system_alignment(state.declaration, system.blocks)
+            shared_columns(state.declaration, system, where)
+        return system, view
 
     def layout(self, txn: Any, view: RecordView, upto: int | None = None) -> Layout:
         """The record's layout covering frames ``0..upto`` (all when ``None``);
@@ -678,7 +723,7 @@ def _load(raw: bytes, txn: Any, old: _State | None) -> _State:
     compatible = old is not None and _compatible(old, meta)
     table = _table(txn, meta, old if compatible else None)
     if old is not None and compatible:
-        return _state(raw, meta, table, old.forcefield, old.caches, txn.id())
+        return _state(raw, meta, table, old.forcefield, old.caches, txn.id(), old)
     ff_raw = txn.get(FF)
     ff = None if ff_raw is None else _decode_ff(ff_raw, meta.molrec_version)
     return _state(raw, meta, table, ff, _Caches(), txn.id())
