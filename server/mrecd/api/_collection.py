@@ -58,7 +58,7 @@ class CollectionTrajectory(Sequence[Frame]):
     those were presented whole. Compares equal to any sequence of equal frames.
     """
 
-    __slots__ = ("_binding", "_frames", "_view")
+    __slots__ = ("_binding", "_frames", "_layout_seen", "_view")
 
     def __init__(
         self, binding: LmdbCollection, view: RecordView, frames: list[Frame] | None = None
@@ -66,6 +66,7 @@ class CollectionTrajectory(Sequence[Frame]):
         self._binding = binding
         self._view = view
         self._frames = frames
+        self._layout_seen: Any = None
 
     @property
     def declaration(self) -> Declaration:
@@ -154,7 +155,9 @@ class CollectionTrajectory(Sequence[Frame]):
                 None if names is None else [n for n in names if n in self.declaration.blocks]
             )
             with self._binding.reading() as txn:
-                frame = self._binding.frame(txn, self._view, k, trajectory_names)
+                frame, self._layout_seen = self._binding.frame(
+                    txn, self._view, k, trajectory_names, self._layout_seen
+                )
         if join:
             frame = join_frame(self.system, frame, names)
         return frame if columns is None else _columns(frame, columns)

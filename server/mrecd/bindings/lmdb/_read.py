@@ -124,6 +124,8 @@ class Layout:
     checked: set[int] = field(default_factory=set)
     #: decoded per-step meta of frames read so far (immutable values only)
     meta_values: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: how each checked frame resolves (see :func:`resolve`)
+    recipes: dict[int, Any] = field(default_factory=dict)
 
     @property
     def known(self) -> int:
@@ -140,6 +142,7 @@ class Layout:
             (list(self.boxes[0]), list(self.boxes[1])),
             set(self.checked),
             dict(self.meta_values),
+            dict(self.recipes),
         )
 
     def latest(self, name: str, i: int) -> tuple[int, int] | None:
@@ -473,6 +476,9 @@ def resolve(
 ) -> Frame:
     """Frame ``i`` resolved by carry-forward: blocks ``names`` (all when ``None``),
     the cell in force, its step, time and meta (trajectory.md §10)."""
+    recipe = layout.recipes.get(i) if names is None else None
+    if recipe is not None:
+        return _replay(txn, view, layout, i, recipe)
     where = f"{view.path}[{i}]"
     counts: dict[str, int] = {}
     wanted: dict[int, list[str]] = {}
@@ -500,34 +506,68 @@ def resolve(
     meta = step_meta(layout, i, view.expect.tags, where)
     time = None if layout.times is None else layout.times[i]
     tags = dict(view.expect.tags)
+    if names is None and i in layout.checked:
+        pairs = tuple((k, tuple(block_names)) for k, block_names in wanted.items())
+        layout.recipes[i] = (pairs, tuple(blocks), layout.box(i), layout.steps[i], time)
     return Frame._trusted(blocks, meta, tags, layout.box(i), layout.steps[i], time)
 
 
+#: How a checked frame resolves: ``((update, block names), ...)``, block order,
+#: cell, step and time.
+Recipe = tuple[tuple[tuple[int, tuple[str, ...]], ...], tuple[str, ...], Any, int, Any]
+
+
+def _replay(txn: Any, view: RecordView, layout: Layout, i: int, recipe: Recipe) -> Frame:
+    """Frame ``i`` again, from its recipe: its rules held when it was first resolved."""
+    pairs, order, box, step, time = recipe
+    if len(pairs) == 1:
+        decoded = _decode_update(txn, view, pairs[0][0], list(pairs[0][1]))
+    else:
+        decoded = {}
+        for k, block_names in pairs:
+            decoded.update(_decode_update(txn, view, k, list(block_names)))
+    blocks = (
+        decoded
+        if len(decoded) == len(order) and list(decoded) == list(order)
+        else {name: decoded[name] for name in order}
+    )
+    meta = step_meta(layout, i, view.expect.tags, "")
+    return Frame._trusted(blocks, meta, dict(view.expect.tags), box, step, time)
+
+
 def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
-    """Every frame of the record in one pass (each value decoded once), and its layout."""
+    """Every frame of the record in one pass (each value decoded once), and its layout.
+
+    The resolved-frame rules run where they can change: row counts, ``id``
+    equality and row references only at frames that update a block.
+    """
     folder = _Scan(view)
     current: dict[str, Block] = {}
+    resolved: dict[str, Block] = {}
     frames: list[Frame] = []
     declared = list(view.declaration.blocks)
+    tags = view.expect.tags
+    layout = folder.layout
     for k, value in _values(txn, view):
-        where = f"{view.path}[{k}]"
         blocks, header = _decode_whole(bytes(value), view, k)
         folder.add(k, header)
-        current.update(blocks)
-        resolved = {name: current[name] for name in declared if name in current}
-        layout = folder.layout
-        if view.expect.aligned or view.system is not None:
-            _check_counts(view, {n: b.count for n, b in resolved.items()}, where)
-            _check_ids(view, blocks, where)
-        _check_targets(view, resolved, {}, where)
-        if view.molrec_version == 1:
-            check_v1_frame(blocks, where)
-        meta = decode_step_meta(layout.metas[k], view.expect.tags, where)
+        where = f"{view.path}[{k}]"
+        if blocks:
+            current.update(blocks)
+            resolved = {name: current[name] for name in declared if name in current}
+            if view.expect.aligned or view.system is not None:
+                _check_counts(view, {n: b.count for n, b in resolved.items()}, where)
+                _check_ids(view, blocks, where)
+            _check_targets(view, resolved, {}, where)
+            if view.molrec_version == 1:
+                check_v1_frame(blocks, where)
+        meta = step_meta(layout, k, tags, where)
         time = None if layout.times is None else layout.times[k]
-        tags = dict(view.expect.tags)
-        frames.append(Frame._trusted(resolved, meta, tags, layout.box(k), layout.steps[k], time))
+        frames.append(
+            Frame._trusted(resolved, meta, dict(tags), layout.box(k), layout.steps[k], time)
+        )
         layout.checked.add(k)
-    return folder.layout, frames
+    return layout, frames
 
 
 def _decode_whole(buf: bytes, view: RecordView, k: int) -> tuple[dict[str, Block], dict[str, Any]]:

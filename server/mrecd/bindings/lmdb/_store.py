@@ -555,13 +555,23 @@ class LmdbCollection:
             caches.put_layout(view.r, layout)
         return layout
 
-    def frame(self, txn: Any, view: RecordView, i: int, names: list[str] | None = None) -> Frame:
-        """Frame ``i`` of the record resolved in ``txn`` (blocks ``names``, all when ``None``).
+    def frame(
+        self,
+        txn: Any,
+        view: RecordView,
+        i: int,
+        names: list[str] | None = None,
+        layout: Layout | None = None,
+    ) -> tuple[Frame, Layout]:
+        """Frame ``i`` of the record resolved in ``txn`` (blocks ``names``, all when
+        ``None``) and the layout it was resolved with (pass it back next time).
 
         Only frames ``0..i`` are read: a rule broken by a later frame is refused
         when a read reaches it.
         """
-        return resolve(txn, view, self.layout(txn, view, i), i, names)
+        if layout is None or layout.known <= i:
+            layout = self.layout(txn, view, i)
+        return resolve(txn, view, layout, i, names), layout
 
     def frames(self, txn: Any, view: RecordView) -> list[Frame]:
         """Every frame of the record, resolved in one pass."""
