@@ -13,6 +13,8 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal, overload
 
+import numpy as np
+
 from ..bindings.lmdb import LmdbCollection, RecordParts, incoming, index_values, join
 from ..bindings.lmdb._interchange import collection_from_dict, collection_to_dict
 from ..bindings.lmdb._read import RecordView
@@ -365,6 +367,50 @@ class Collection:
                 )
                 out.append(_record(binding, parts, loaded))
         return out
+
+    def batches(
+        self,
+        size: int,
+        *,
+        shuffle: bool = True,
+        seed: int | None = None,
+        frames: bool = True,
+        drop_last: bool = False,
+    ) -> Iterator[list[Record]]:
+        """One epoch of the collection in batches of ``size`` records, as a data loader reads.
+
+        Parameters
+        ----------
+        size
+            Records per batch (a positive integer); the last batch may be shorter.
+        shuffle
+            Visit the records in a random order (a permutation: each exactly once);
+            ``False`` keeps record order.
+        seed
+            Seed of the order (the same seed gives the same batches); ``None``
+            draws a fresh one.
+        frames
+            As :meth:`read_many`: resolve and hold every trajectory's frames.
+        drop_last
+            Leave out a last batch shorter than ``size``.
+
+        Yields
+        ------
+        list of Record
+            Each batch read in one read transaction (:meth:`read_many`).
+
+        Notes
+        -----
+        The epoch covers the records committed when iteration starts; records
+        appended meanwhile wait for the next epoch.
+        """
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"size is a positive integer, not {size!r}")
+        n = len(self)
+        order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
+        stop = n - n % size if drop_last else n
+        for start in range(0, stop, size):
+            yield self.read_many(order[start : start + size].tolist(), frames=frames)
 
     # -- writing --------------------------------------------------------------------------
 
