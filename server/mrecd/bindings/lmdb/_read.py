@@ -329,8 +329,18 @@ def scan(txn: Any, view: RecordView, upto: int, layout: Layout | None = None) ->
     start = 0 if layout is None else layout.known
     folder = _Scan(view, None if layout is None else layout.copy())
     for k, value in _values(txn, view, start, upto + 1):
-        folder.add(k, _header(value, f"{view.path}[{k}]"))
+        folder.add(k, _scanned(bytes(value), view, k))
     return folder.layout
+
+
+def _scanned(buf: bytes, view: RecordView, k: int) -> dict[str, Any]:
+    """Update ``k``'s header; its plan is kept too when it takes the fast path,
+    so resolving the frame does not parse the header again."""
+    planned = plan(buf, view.expect.fast, view.expect.templates)
+    if planned is None:
+        return _header(buf, f"{view.path}[{k}]")
+    view.caches.put_plan(view.first + k, planned[1])
+    return planned[0]
 
 
 # -- decoding blocks ------------------------------------------------------------------------
