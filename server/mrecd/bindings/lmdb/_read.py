@@ -226,15 +226,14 @@ _IMMUTABLE: Final = (float, int, str, bool, type(None))
 
 
 def step_meta(layout: Layout, i: int, tags: dict[str, str], where: str) -> dict[str, Any]:
-    """Frame ``i``'s per-step meta, decoded once; a fresh dict for every caller
-    (values decoded to mutable objects are decoded afresh each time)."""
+    """Frame ``i``'s per-step meta, decoded once when its values are immutable
+    (a :class:`Frame` hands out copies of its meta, so frames may share it)."""
     known = layout.meta_values.get(i)
     if known is not None:
-        return dict(known)
+        return known
     values = decode_step_meta(layout.metas[i], tags, where)
     if all(type(v) in _IMMUTABLE for v in values.values()):
         layout.meta_values[i] = values
-        return dict(values)
     return values
 
 
@@ -266,6 +265,20 @@ class _Scan:
             rows.append(count)
         self._step_time(k, header, where)
         layout.metas.append(_meta(header, view.expect.tags, where))
+        if header.get("box") is not None:
+            self._box(k, Box.from_dict(header["box"], path=f"{where}/box"), where)
+
+    def add_planned(self, k: int, header: dict[str, Any], plan: UpdatePlan) -> None:
+        """:meth:`add` for an update whose blocks its plan has checked (declared
+        names, integer counts): only the step, time, meta and cell remain."""
+        layout = self.layout
+        where = f"{self.prefix}[{k}]"
+        for name, (count, _) in plan.blocks.items():
+            ordinals, rows = layout.updates.setdefault(name, ([], []))
+            ordinals.append(k)
+            rows.append(count)
+        self._step_time(k, header, where)
+        layout.metas.append(_meta(header, self.view.expect.tags, where))
         if header.get("box") is not None:
             self._box(k, Box.from_dict(header["box"], path=f"{where}/box"), where)
 
@@ -542,7 +555,7 @@ def _replay(txn: Any, view: RecordView, layout: Layout, i: int, recipe: Recipe) 
         else {name: decoded[name] for name in order}
     )
     meta = step_meta(layout, i, view.expect.tags, "")
-    return Frame._trusted(blocks, meta, dict(view.expect.tags), box, step, time)
+    return Frame._trusted(blocks, meta, view.expect.tags, box, step, time)
 
 
 def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
@@ -559,8 +572,11 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
     tags = view.expect.tags
     layout = folder.layout
     for k, value in _values(txn, view):
-        blocks, header = _decode_whole(bytes(value), view, k)
-        folder.add(k, header)
+        blocks, header, planned = _decode_whole(bytes(value), view, k)
+        if planned is None:
+            folder.add(k, header)
+        else:
+            folder.add_planned(k, header, planned)
         where = f"{view.path}[{k}]"
         if blocks:
             current.update(blocks)
@@ -580,13 +596,16 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
     return layout, frames
 
 
-def _decode_whole(buf: bytes, view: RecordView, k: int) -> tuple[dict[str, Block], dict[str, Any]]:
-    """Every block of update ``k`` and its header (one parse serves the layout too)."""
+def _decode_whole(
+    buf: bytes, view: RecordView, k: int
+) -> tuple[dict[str, Block], dict[str, Any], UpdatePlan | None]:
+    """Every block of update ``k``, its header (one parse serves the layout too)
+    and its plan when it took the fast path."""
     planned = plan(buf, view.expect.fast, view.expect.templates)
     if planned is not None:
         header, known = planned
         view.caches.put_plan(view.first + k, known)
-        return materialize(known, buf, known.blocks), header
+        return materialize(known, buf, known.blocks), header, known
     where = f"{view.path}[{k}]"
     try:
         blocks, header = decode_blocks(buf)
@@ -599,7 +618,7 @@ def _decode_whole(buf: bytes, view: RecordView, k: int) -> tuple[dict[str, Block
     for name, block in blocks.items():
         if name in view.expect.columns:  # an undeclared block is refused by the layout scan
             _check_block(name, block, view.expect.columns[name], f"{where}/{name}")
-    return blocks, header
+    return blocks, header, None
 
 
 # -- the joined view ------------------------------------------------------------------------
