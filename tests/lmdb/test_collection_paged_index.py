@@ -5,6 +5,7 @@ pages, rewritten only where a commit's rows fall; files in today's layout (one
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -273,3 +274,17 @@ def test_a_prefix_sum_broken_across_pages_is_refused(paged: Path) -> None:
 
 def test_meta_key_of_the_extension_is_json(paged: Path) -> None:
     assert json.loads(keys(paged)[b"meta"])[INDEX_PAGES] == PAGE_ROWS
+
+
+def test_a_writer_refuses_a_file_replaced_under_it(paged: Path, tmp_path: Path) -> None:
+    """What another process's in-place compaction looks like from here: the path
+    now names another file, so an append would land in the unlinked old one."""
+    copy = tmp_path / "copy.mrec.lmdb"
+    with mrecd.open_collection(paged, "r+") as col:
+        shutil.copyfile(paged, copy)
+        os.replace(copy, paged)
+        with pytest.raises(mrecd.RetryableError, match="reopen the collection"):
+            col.append(record(N_PAGED), index=own(N_PAGED))
+        check(col, N_PAGED)  # still reads its snapshot
+    with mrecd.open_collection(paged, "r+") as col:
+        assert col.append(record(N_PAGED), index=own(N_PAGED)) == N_PAGED

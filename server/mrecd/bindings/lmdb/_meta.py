@@ -140,7 +140,8 @@ def decode_meta(raw: bytes | memoryview) -> MetaValue:
     Every other key of the value is required except ``sequence_schema``
     (absent or ``null``: no declaration), and no other key is allowed
     (chosen: an unknown key could change what the file means, as in frame
-    headers).
+    headers) but mrecd's own ``mrecd_index_pages`` (the index is paged; a
+    positive integer, rows per page).
     """
     try:
         meta = loads_strict(bytes(raw))
