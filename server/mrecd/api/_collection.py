@@ -17,7 +17,7 @@ import numpy as np
 
 from ..bindings.lmdb import LmdbCollection, RecordParts, incoming, index_values, join
 from ..bindings.lmdb._interchange import collection_from_dict, collection_to_dict
-from ..bindings.lmdb._read import RecordView
+from ..bindings.lmdb._read import RecordView, replay
 from ..errors import InvalidRecord, NotFound
 from ..forcefield import ForceField
 from ..model import Block, Declaration, Frame, Record
@@ -147,6 +147,13 @@ class CollectionTrajectory(Sequence[Frame]):
             The stored record breaks a reader rule (lmdb.md §5).
         """
         k = _ordinal(i, len(self), "frame")
+        if blocks is None and columns is None and not join and self._frames is None:
+            view = self._view
+            layout = self._layout_seen or view.caches.layout(view.r)
+            if layout is not None and k in layout.recipes:  # read and checked before
+                self._layout_seen = layout
+                with self._binding.reading() as txn:
+                    return replay(txn, view, layout, k)
         names = None if blocks is None else self._names(blocks, join)
         if self._frames is not None:
             frame = self._frames[k]

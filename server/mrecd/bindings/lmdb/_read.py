@@ -38,6 +38,7 @@ __all__ = [
     "check_v1_frame",
     "join",
     "loads",
+    "replay",
     "resolve",
     "scan",
     "walk",
@@ -544,18 +545,21 @@ def _replay(txn: Any, view: RecordView, layout: Layout, i: int, recipe: Recipe) 
     """Frame ``i`` again, from its recipe: its rules held when it was first resolved."""
     pairs, order, box, step, time = recipe
     if len(pairs) == 1:
-        decoded = _decode_update(txn, view, pairs[0][0], list(pairs[0][1]))
+        k, names = pairs[0]
+        blocks = _decode_update(txn, view, k, list(names))
     else:
-        decoded = {}
+        decoded: dict[str, Block] = {}
         for k, block_names in pairs:
             decoded.update(_decode_update(txn, view, k, list(block_names)))
-    blocks = (
-        decoded
-        if len(decoded) == len(order) and list(decoded) == list(order)
-        else {name: decoded[name] for name in order}
-    )
+        blocks = {name: decoded[name] for name in order}
     meta = step_meta(layout, i, view.expect.tags, "")
     return Frame._trusted(blocks, meta, view.expect.tags, box, step, time)
+
+
+def replay(txn: Any, view: RecordView, layout: Layout, i: int) -> Frame:
+    """Frame ``i``, whole, from its recipe in ``layout`` (``i in layout.recipes``):
+    its rules held when it was first resolved."""
+    return _replay(txn, view, layout, i, layout.recipes[i])
 
 
 def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
