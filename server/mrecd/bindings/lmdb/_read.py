@@ -127,6 +127,8 @@ class Layout:
     meta_values: dict[int, dict[str, Any]] = field(default_factory=dict)
     #: how each checked frame resolves (see :func:`resolve`)
     recipes: dict[int, Any] = field(default_factory=dict)
+    #: checked plans of the updates read so far (see ``_plans``), by frame
+    plans: dict[int, UpdatePlan] = field(default_factory=dict)
 
     @property
     def known(self) -> int:
@@ -144,6 +146,7 @@ class Layout:
             set(self.checked),
             dict(self.meta_values),
             dict(self.recipes),
+            dict(self.plans),
         )
 
     def latest(self, name: str, i: int) -> tuple[int, int] | None:
@@ -343,17 +346,17 @@ def scan(txn: Any, view: RecordView, upto: int, layout: Layout | None = None) ->
     start = 0 if layout is None else layout.known
     folder = _Scan(view, None if layout is None else layout.copy())
     for k, value in _values(txn, view, start, upto + 1):
-        folder.add(k, _scanned(bytes(value), view, k))
+        folder.add(k, _scanned(bytes(value), view, folder.layout, k))
     return folder.layout
 
 
-def _scanned(buf: bytes, view: RecordView, k: int) -> dict[str, Any]:
+def _scanned(buf: bytes, view: RecordView, layout: Layout, k: int) -> dict[str, Any]:
     """Update ``k``'s header; its plan is kept too when it takes the fast path,
     so resolving the frame does not parse the header again."""
     planned = plan(buf, view.expect.fast, view.expect.templates)
     if planned is None:
         return _header(buf, f"{view.path}[{k}]")
-    view.caches.put_plan(view.first + k, planned[1])
+    layout.plans[k] = planned[1]
     return planned[0]
 
 
@@ -384,7 +387,9 @@ def _check_block(
             )
 
 
-def _decode_update(txn: Any, view: RecordView, k: int, names: list[str]) -> dict[str, Block]:
+def _decode_update(
+    txn: Any, view: RecordView, layout: Layout, k: int, names: list[str]
+) -> dict[str, Block]:
     """Blocks ``names`` of update ``k`` (viewing an owned copy of the value)."""
     j = view.first + k
     value = txn.get(frame_key(j))
@@ -392,13 +397,13 @@ def _decode_update(txn: Any, view: RecordView, k: int, names: list[str]) -> dict
         where = f"{view.path}[{k}]"
         raise InvalidRecord("frame key missing inside the record's range (lmdb.md §5)", path=where)
     buf = bytes(value)
-    known: UpdatePlan | None = view.caches.plan(j)
+    known = layout.plans.get(k)
     if known is None or known.size != len(buf):
         planned = plan(buf, view.expect.fast, view.expect.templates)
         if planned is None:
             return _decode_general(buf, view, k, names)
         known = planned[1]
-        view.caches.put_plan(j, known)
+        layout.plans[k] = known  # one C call: safe beside readers in other threads
     return materialize(known, buf, names)
 
 
@@ -518,7 +523,7 @@ def resolve(
         _check_counts(view, counts, where)
     decoded: dict[str, Block] = {}
     for k, block_names in wanted.items():
-        decoded.update(_decode_update(txn, view, k, block_names))
+        decoded.update(_decode_update(txn, view, layout, k, block_names))
     blocks = {name: decoded[name] for name in view.declaration.blocks if name in decoded}
     if not checked:
         _check_ids(view, blocks, where)
@@ -546,11 +551,11 @@ def _replay(txn: Any, view: RecordView, layout: Layout, i: int, recipe: Recipe) 
     pairs, order, box, step, time = recipe
     if len(pairs) == 1:
         k, names = pairs[0]
-        blocks = _decode_update(txn, view, k, list(names))
+        blocks = _decode_update(txn, view, layout, k, list(names))
     else:
         decoded: dict[str, Block] = {}
         for k, block_names in pairs:
-            decoded.update(_decode_update(txn, view, k, list(block_names)))
+            decoded.update(_decode_update(txn, view, layout, k, list(block_names)))
         blocks = {name: decoded[name] for name in order}
     meta = step_meta(layout, i, view.expect.tags, "")
     return Frame._trusted(blocks, meta, view.expect.tags, box, step, time)
@@ -576,7 +581,7 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
     tags = view.expect.tags
     layout = folder.layout
     for k, value in _values(txn, view):
-        blocks, header, planned = _decode_whole(bytes(value), view, k)
+        blocks, header, planned = _decode_whole(bytes(value), view, layout, k)
         if planned is None:
             folder.add(k, header)
         else:
@@ -601,14 +606,14 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
 
 
 def _decode_whole(
-    buf: bytes, view: RecordView, k: int
+    buf: bytes, view: RecordView, layout: Layout, k: int
 ) -> tuple[dict[str, Block], dict[str, Any], UpdatePlan | None]:
     """Every block of update ``k``, its header (one parse serves the layout too)
     and its plan when it took the fast path."""
     planned = plan(buf, view.expect.fast, view.expect.templates)
     if planned is not None:
         header, known = planned
-        view.caches.put_plan(view.first + k, known)
+        layout.plans[k] = known
         return materialize(known, buf, known.blocks), header, known
     where = f"{view.path}[{k}]"
     try:

@@ -47,7 +47,6 @@ from ._index import (
 )
 from ._keys import FF, INDEX, META, frame_key, index_page_key, record_key, system_key
 from ._meta import PAGE_ROWS, MetaValue, decode_meta, meta_encoder
-from ._plans import UpdatePlan
 from ._read import Expected, Layout, RecordView, check_v1_frame, loads, resolve, scan, walk
 from ._write import Incoming, Prepared, derive_declaration, prepare, shared_columns
 
@@ -56,8 +55,6 @@ __all__ = ["SUFFIX", "LmdbCollection", "RecordParts"]
 SUFFIX: Final = ".mrec.lmdb"
 #: Record layouts kept per file and process (each a few hundred bytes).
 LAYOUT_CACHE: Final = 65536
-#: Update plans kept per file and process (a few hundred bytes each).
-PLAN_CACHE: Final = 2**17
 #: Bytes of stored system values whose decoded (immutable) frames are kept.
 SYSTEM_CACHE_BYTES: Final = 64 * 2**20
 _NO_DECLARATION: Final = Declaration()
@@ -71,16 +68,11 @@ class _Caches:
     layouts: OrderedDict[int, Layout] = field(default_factory=OrderedDict)
     systems: OrderedDict[int, tuple[Frame, int]] = field(default_factory=OrderedDict)
     system_bytes: int = 0
-    #: checked update plans by global frame ordinal (structure only, no payload)
-    plans: OrderedDict[int, UpdatePlan] = field(default_factory=OrderedDict)
     #: record -> (the checks it passed under, its system, its view); checked once
     views: OrderedDict[int, tuple[Expected, Frame | None, RecordView]] = field(
         default_factory=OrderedDict
     )
     lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def plan(self, j: int) -> UpdatePlan | None:
-        return self.plans.get(j)  # one C call: atomic under the GIL, no lock needed
 
     def view(self, r: int, expect: Expected) -> tuple[Frame | None, RecordView] | None:
         entry = self.views.get(r)
@@ -91,12 +83,6 @@ class _Caches:
             self.views[r] = (expect, system, view)
             if len(self.views) > LAYOUT_CACHE:
                 self.views.popitem(last=False)
-
-    def put_plan(self, j: int, plan: UpdatePlan) -> None:
-        with self.lock:
-            self.plans[j] = plan
-            if len(self.plans) > PLAN_CACHE:
-                self.plans.popitem(last=False)
 
     def layout(self, r: int) -> Layout | None:
         with self.lock:
