@@ -576,6 +576,18 @@ def decode_pages(
         _check_reserved(block)
         _check_counts(block, n_records, n_frames)
         return IndexTable.from_block(block)
+    return _extended_by_pages(old, pages, first_page, page_rows, n_records, n_frames)
+
+
+def _extended_by_pages(
+    old: IndexTable,
+    pages: list[Block],
+    first_page: int,
+    page_rows: int,
+    n_records: int,
+    n_frames: int,
+) -> IndexTable:
+    """``old`` with the rows of ``pages`` (from ``first_page`` on) past ``old.n``."""
     if not pages:  # old.n == n_records, a whole number of pages
         _check_counts(old.rows(0, 0), n_records, n_frames, old.n, old.total_frames)
         return old
