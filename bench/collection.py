@@ -1,18 +1,24 @@
-"""Collections on LMDB (issue 5): random frame reads, batch reads, appends, density.
+"""Collections on LMDB (issues 5, 13): appends as the file grows, density, random reads.
 
-A synthetic training set (20,000 records of 10-60 atoms with 1-20 frames each:
-a system with elements and a formula, a trajectory of x/y/z at declared
-precision 1e-3 Å with a per-step energy, two derived index columns). Every
-figure is set against a floor measured in the same run on the same data:
+A synthetic training set (records of 10-60 atoms with 1-20 frames each: a
+system with elements and a formula, a trajectory of x/y/z at declared
+precision 1e-3 Å with a per-step energy, two derived index columns), built
+with ``extend`` in batches of 1,000 and generated as it is written, so any
+size fits in memory. Every figure is set against a floor measured in the
+same run on the same data:
 
 - reads: a raw ``txn.get`` of the value(s) holding the frame plus
   ``np.frombuffer`` of each column at offsets known in advance;
-- appends: raw ``txn.put`` of the same encoded values (records, index, meta)
-  in one synced transaction, into a scratch file on the same disk.
+- appends: raw ``txn.put`` of the same encoded values (records, the index
+  bytes the commit rewrites, meta) in one synced transaction, into a scratch
+  file on the same disk.
 
-The machine is shared and noisy: each read figure is the best of several
-rounds; read the ratios. ``MRECD_BENCH_RECORDS`` changes the size.
-Run: ``python -m bench collection``.
+Appends are timed one per synced transaction twice, around R = 1,000 and at
+the end of the file, as the median append (a shared disk's sync stalls hit
+single commits). The machine is shared and noisy: each read figure is the
+best of several rounds; read the ratios. ``MRECD_BENCH_RECORDS`` sets the
+size (default 20,000; ``1000000`` for the issue-13 run, about 20 minutes and
+40 GB of disk on the 2-core machine). Run: ``python -m bench collection``.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ import statistics
 import struct
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +42,10 @@ import mrecd
 from mrecd.bindings.lmdb import frame_key, record_key, system_key
 
 N_RECORDS = int(os.environ.get("MRECD_BENCH_RECORDS", "20000"))
+#: Where the first single appends are timed, and how many are timed at each place.
+SMALL_R = 1000
+APPENDS = 300
+CHUNK = 1000
 ROUNDS = 5
 READS_PER_ROUND = 4000
 BATCH = 256
@@ -57,42 +67,40 @@ UNITS = {"units": {"length": "angstrom", "energy": "kcal/mol"}}
 Row = tuple[str, ...]
 
 
-def _records(n: int, seed: int = 0) -> tuple[list[mrecd.Record], int]:
-    rng = np.random.default_rng(seed)
-    out = []
-    atom_frames = 0
-    for _ in range(n):
-        n_atoms = int(rng.integers(10, 61))
-        n_frames = int(rng.integers(1, 21))
-        elements = ELEMENTS[rng.integers(0, len(ELEMENTS), n_atoms)]
-        counts = {e: int((elements == e).sum()) for e in ELEMENTS}
-        formula = "".join(f"{e}{c}" for e, c in counts.items() if c)
-        system = mrecd.Frame({"atoms": {"element": elements}}, meta={"formula": formula})
-        xyz = rng.uniform(-8, 8, (3, n_atoms))
-        frames = []
-        for k in range(n_frames):
-            xyz = xyz + rng.normal(0, 0.02, xyz.shape)
-            frames.append(
-                mrecd.Frame(
-                    {"atoms": {"x": xyz[0], "y": xyz[1], "z": xyz[2]}},
-                    meta={"pe": float(-100 - rng.random())},
-                    step=k,
-                )
+def _record(r: int, seed: int = 0) -> tuple[mrecd.Record, int]:
+    """Record ``r`` (its own random stream, so any range is generated alone) and
+    its atom-frames."""
+    rng = np.random.default_rng([seed, r])
+    n_atoms = int(rng.integers(10, 61))
+    n_frames = int(rng.integers(1, 21))
+    elements = ELEMENTS[rng.integers(0, len(ELEMENTS), n_atoms)]
+    counts = {e: int((elements == e).sum()) for e in ELEMENTS}
+    formula = "".join(f"{e}{c}" for e, c in counts.items() if c)
+    system = mrecd.Frame({"atoms": {"element": elements}}, meta={"formula": formula})
+    xyz = rng.uniform(-8, 8, (3, n_atoms))
+    frames = []
+    for k in range(n_frames):
+        xyz = xyz + rng.normal(0, 0.02, xyz.shape)
+        frames.append(
+            mrecd.Frame(
+                {"atoms": {"x": xyz[0], "y": xyz[1], "z": xyz[2]}},
+                meta={"pe": float(-100 - rng.random())},
+                step=k,
             )
-        out.append(mrecd.Record({"source": "bench"}, system=system, trajectory=frames))
-        atom_frames += n_atoms * n_frames
-    return out, atom_frames
+        )
+    record = mrecd.Record({"source": "bench"}, system=system, trajectory=frames)
+    return record, n_atoms * n_frames
+
+
+def _records(start: int, stop: int) -> tuple[list[mrecd.Record], int]:
+    made = [_record(r) for r in range(start, stop)]
+    return [rec for rec, _ in made], sum(n for _, n in made)
 
 
 def _timed(fn: Callable[[], Any]) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
-
-
-def _best(fn: Callable[[int], Any], rounds: int = ROUNDS) -> float:
-    """Best time of ``fn(round)`` over ``rounds`` rounds."""
-    return min(_timed(lambda k=k: fn(k)) for k in range(rounds))
 
 
 def _table(header: Row, rows: list[Row]) -> None:
@@ -103,7 +111,54 @@ def _table(header: Row, rows: list[Row]) -> None:
     print()
 
 
-# -- appends --------------------------------------------------------------------------------
+# -- building and appends ---------------------------------------------------------------------
+
+
+class _Build:
+    """The collection as it is built: chunks by ``extend``, two windows of single appends."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.atom_frames = 0
+        self.generate = 0.0
+        self.windows: list[tuple[int, float, int]] = []  #: (first R, seconds, index bytes)
+        self.extend = (0, 0.0)  #: (records, seconds)
+
+    def run(self) -> None:
+        col = mrecd.create_collection(
+            self.path, meta=UNITS, declaration=DECLARATION, index_columns=INDEX
+        )
+        small = min(SMALL_R, N_RECORDS // 4)
+        self._extend(col, 0, small - APPENDS)
+        self._appends(col, small - APPENDS, small)
+        self._extend(col, small, N_RECORDS - APPENDS, timed=True)
+        self._appends(col, N_RECORDS - APPENDS, N_RECORDS)
+        col.close()
+
+    def _chunks(self, start: int, stop: int) -> Iterator[list[mrecd.Record]]:
+        for first in range(start, stop, CHUNK):
+            began = time.perf_counter()
+            records, atom_frames = _records(first, min(stop, first + CHUNK))
+            self.generate += time.perf_counter() - began
+            self.atom_frames += atom_frames
+            yield records
+
+    def _extend(self, col: mrecd.Collection, start: int, stop: int, timed: bool = False) -> None:
+        seconds = 0.0
+        for chunk in self._chunks(start, stop):
+            seconds += _timed(lambda chunk=chunk: col.extend(chunk))
+            if timed and (stop - start) >= 20 * CHUNK and len(col) % (stop // 10) < CHUNK:
+                print(f"  ... {len(col):,} records", flush=True)
+        if timed:
+            self.extend = (stop - start, seconds)
+
+    def _appends(self, col: mrecd.Collection, start: int, stop: int) -> None:
+        (records,) = list(self._chunks(start, stop))
+        # The median append: the shared disk's sync stalls hit single commits.
+        seconds = statistics.median(_timed(lambda rec=rec: col.append(rec)) for rec in records)
+        table = col._binding.cached().table
+        page = table.encode_page(table.n // 512, 512) if table.n > 512 else table.encode()
+        self.windows.append((start, seconds, len(page)))
 
 
 def _values_of(env: Any, first: int, n_frames: int, r: int) -> list[tuple[bytes, bytes]]:
@@ -119,83 +174,70 @@ def _values_of(env: Any, first: int, n_frames: int, r: int) -> list[tuple[bytes,
 
 
 def _raw_floor(scratch: Path, batches: list[list[tuple[bytes, bytes]]], index_size: int) -> float:
-    """Synced transactions putting the same values plus an index- and a meta-sized value."""
+    """The median synced transaction putting the same values plus an index- and a
+    meta-sized value."""
     env = lmdb.open(str(scratch), subdir=False, map_size=2**40)
     index, meta = os.urandom(index_size), os.urandom(400)
 
-    def run() -> None:
-        for items in batches:
-            with env.begin(write=True) as txn:
-                txn.cursor().putmulti(sorted(items))
-                txn.put(b"index", index)
-                txn.put(b"meta", meta)
+    def commit(items: list[tuple[bytes, bytes]]) -> None:
+        with env.begin(write=True) as txn:
+            txn.cursor().putmulti(sorted(items))
+            txn.put(b"i" + bytes(8), index)
+            txn.put(b"meta", meta)
 
-    seconds = _timed(run)
+    seconds = statistics.median(_timed(lambda items=items: commit(items)) for items in batches)
     env.close()
     os.unlink(scratch)
     return seconds
 
 
-def _appends(workdir: Path, records: list[mrecd.Record]) -> list[Row]:
-    path = workdir / "bench.mrec.lmdb"
-    col = mrecd.create_collection(path, meta=UNITS, declaration=DECLARATION, index_columns=INDEX)
-    n = len(records)
-    head = tail = min(500, n // 10)
-    middle = records[head : n - tail]
-    t_head = _timed(lambda: [col.append(rec) for rec in records[:head]])
-    size_head = len(col._binding.cached().table.encode())
-    t_middle = _timed(
-        lambda: [col.extend(middle[k : k + 1000]) for k in range(0, len(middle), 1000)]
-    )
-    size_tail = len(col._binding.cached().table.encode())
-    t_tail = _timed(lambda: [col.append(rec) for rec in records[n - tail :]])
-    col.close()
-
-    col = mrecd.open_collection(path)
+def _append_rows(build: _Build, workdir: Path) -> list[Row]:
+    col = mrecd.open_collection(build.path)
     env, table = col._binding._live().env, col._binding.cached().table
-    values = [_values_of(env, *table.row(r)[:2], r) for r in range(n)]
+    rows = []
+    for start, seconds, index_bytes in build.windows:
+        values = [_values_of(env, *table.row(r)[:2], r) for r in range(start, start + APPENDS)]
+        floor = _raw_floor(workdir / "scratch.lmdb", values, index_bytes)
+        rows.append(
+            (
+                f"append, one per synced transaction (R = {start:,}..{start + APPENDS:,}; median)",
+                f"{1 / seconds:,.0f}",
+                f"{seconds * 1e3:.2f}",
+                f"{floor * 1e3:.2f}",
+                f"{seconds / floor:.1f}",
+                f"{index_bytes:,}",
+            )
+        )
     col.close()
-    scratch = workdir / "scratch.lmdb"
-    f_head = _raw_floor(scratch, values[:head], size_head)
-    f_middle = _raw_floor(
-        scratch,
-        [[kv for rec in values[k : k + 1000] for kv in rec] for k in range(head, n - tail, 1000)],
-        (size_head + size_tail) // 2,
-    )
-    f_tail = _raw_floor(scratch, values[n - tail :], size_tail)
-
-    print(
-        f"The index value is rewritten in every commit: {size_head:,} bytes at R = {head},"
-        f" {size_tail:,} bytes at R = {n - tail:,}.\n"
-    )
-
-    def row(label: str, count: int, seconds: float, floor: float) -> Row:
-        return (
-            label,
+    count, seconds = build.extend
+    rows.insert(
+        1,
+        (
+            f"extend, {CHUNK} per transaction (R = {SMALL_R:,}..{N_RECORDS - APPENDS:,})",
             f"{count / seconds:,.0f}",
             f"{seconds / count * 1e3:.2f}",
-            f"{floor / count * 1e3:.2f}",
-            f"{seconds / floor:.1f}",
-        )
-
-    return [
-        row(f"append, one per transaction (R = 0..{head})", head, t_head, f_head),
-        row("extend, 1000 per transaction", len(middle), t_middle, f_middle),
-        row(f"append, one per transaction (R = {n - tail:,}..{n:,})", tail, t_tail, f_tail),
-    ]
+            "-",
+            "-",
+            "-",
+        ),
+    )
+    return rows
 
 
 def _density(path: Path, atom_frames: int) -> list[Row]:
     env = lmdb.open(str(path), subdir=False, readonly=True, lock=False)
+    payload = frames = 0
     with env.begin() as txn:
-        payload = sum(len(k) + len(v) for k, v in txn.cursor())
-        frames = sum(len(v) for k, v in txn.cursor() if k[:1] == b"f" and len(k) == 9)
+        for k, v in txn.cursor():
+            payload += len(k) + len(v)
+            if k[:1] == b"f" and len(k) == 9:
+                frames += len(v)
     stat, info = env.stat(), env.info()
     env.close()
     size = path.stat().st_size
     used = (info["last_pgno"] + 1) * stat["psize"]
     return [
-        ("file on disk", f"{size:,}", f"{size / atom_frames:.1f}"),
+        ("file on disk, as grown", f"{size:,}", f"{size / atom_frames:.1f}"),
         ("pages in use (last page number x page size)", f"{used:,}", f"{used / atom_frames:.1f}"),
         ("keys + values", f"{payload:,}", f"{payload / atom_frames:.1f}"),
         ("frame values (f keys) only", f"{frames:,}", f"{frames / atom_frames:.1f}"),
@@ -231,15 +273,22 @@ def _plan(
     return plan
 
 
-def _floor(env: Any, plans: list[list[tuple[bytes, int, list[int]]]]) -> float:
-    def run(k: int) -> None:
-        for key, n, offsets in plans[k]:
-            with env.begin() as txn:
-                value = txn.get(key)
-                for offset in offsets:
-                    np.frombuffer(value, np.float64, n, offset)
+def _floor_round(env: Any, plan: list[tuple[bytes, int, list[int]]]) -> None:
+    for key, n, offsets in plan:
+        with env.begin() as txn:
+            value = txn.get(key)
+            for offset in offsets:
+                np.frombuffer(value, np.float64, n, offset)
 
-    return _best(run)
+
+def _interleaved(cases: dict[str, Callable[[int], Any]]) -> dict[str, float]:
+    """Best time of each case over the rounds, the cases taking turns within a
+    round so that a change of load on the shared machine hits them alike."""
+    best = dict.fromkeys(cases, float("inf"))
+    for k in range(ROUNDS):
+        for name, fn in cases.items():
+            best[name] = min(best[name], _timed(lambda fn=fn, k=k: fn(k)))
+    return best
 
 
 def _single_reads(path: Path) -> list[Row]:
@@ -247,8 +296,7 @@ def _single_reads(path: Path) -> list[Row]:
     env = col._binding._live().env
     first, counts = col.index["first_frame"].values.copy(), col.index["n_frames"].values.copy()
     rounds = [_targets(counts, READS_PER_ROUND, seed) for seed in range(ROUNDS)]
-    floor = _floor(env, [_plan(env, first, targets) for targets in rounds])
-    col.close()
+    plans = [_plan(env, first, targets) for targets in rounds]
 
     def cold(k: int) -> float:
         fresh = mrecd.open_collection(path)  # new process state: nothing cached
@@ -256,19 +304,28 @@ def _single_reads(path: Path) -> list[Row]:
         fresh.close()
         return seconds
 
-    col = mrecd.open_collection(path)
+    col.close()
     t_cold = min(cold(k) for k in range(ROUNDS))
+    col = mrecd.open_collection(path)
+    env = col._binding._live().env
     for targets in rounds:  # fill the caches
         [col[r].trajectory[i] for r, i in targets]
-    t_warm = _best(lambda k: [col[r].trajectory[i] for r, i in rounds[k]])
     held = [[col[r].trajectory for r, _ in targets] for targets in rounds]
-    t_held = _best(lambda k: [t[i] for t, (_, i) in zip(held[k], rounds[k], strict=True)])
-    t_record = _best(lambda k: [col[r] for r, _ in rounds[k]])
-    t_proj = _best(
-        lambda k: [t.read(i, columns=["x"]) for t, (_, i) in zip(held[k], rounds[k], strict=True)]
+
+    def pairs(k: int) -> Any:
+        return zip(held[k], rounds[k], strict=True)
+
+    t = _interleaved(
+        {
+            "floor": lambda k: _floor_round(env, plans[k]),
+            "warm": lambda k: [col[r].trajectory[i] for r, i in rounds[k]],
+            "held": lambda k: [tr[i] for tr, (_, i) in pairs(k)],
+            "record": lambda k: [col[r] for r, _ in rounds[k]],
+            "proj": lambda k: [tr.read(i, columns=["x"]) for tr, (_, i) in pairs(k)],
+        }
     )
     col.close()
-    n = READS_PER_ROUND
+    n, floor = READS_PER_ROUND, t["floor"]
 
     def row(label: str, seconds: float) -> Row:
         return (label, f"{n / seconds:,.0f}", f"{seconds / n * 1e6:.1f}", f"{seconds / floor:.1f}")
@@ -276,10 +333,10 @@ def _single_reads(path: Path) -> list[Row]:
     return [
         row("floor: txn.get + np.frombuffer x, y, z", floor),
         row("col[r].trajectory[i], nothing cached (fresh open)", t_cold),
-        row("col[r].trajectory[i], record layouts and systems cached", t_warm),
-        row("trajectory[i] on a held trajectory", t_held),
-        row("trajectory.read(i, columns=['x']) on a held trajectory", t_proj),
-        row("col[r] alone (meta + system, cached)", t_record),
+        row("col[r].trajectory[i], record layouts and systems cached", t["warm"]),
+        row("trajectory[i] on a held trajectory", t["held"]),
+        row("trajectory.read(i, columns=['x']) on a held trajectory", t["proj"]),
+        row("col[r] alone (meta + system, cached)", t["record"]),
     ]
 
 
@@ -311,9 +368,12 @@ def _batch_reads(path: Path) -> list[Row]:
                 for offset in offsets:
                     np.frombuffer(value, np.float64, n, offset)
 
-    floor = statistics.median(_timed(lambda p=p: floor_batch(p)) for p in plans)
-    loaded = statistics.median(_timed(lambda b=b: col.read_many(b)) for b in batches)
-    lazy = statistics.median(_timed(lambda b=b: col.read_many(b, frames=False)) for b in batches)
+    times: dict[str, list[float]] = {"floor": [], "loaded": [], "lazy": []}
+    for plan, batch in zip(plans, batches, strict=True):  # taking turns, as _interleaved
+        times["floor"].append(_timed(lambda p=plan: floor_batch(p)))
+        times["loaded"].append(_timed(lambda b=batch: col.read_many(b)))
+        times["lazy"].append(_timed(lambda b=batch: col.read_many(b, frames=False)))
+    floor, loaded, lazy = (statistics.median(times[k]) for k in ("floor", "loaded", "lazy"))
     frames = statistics.mean(sum(int(counts[r]) for r in b) for b in batches)
     col.close()
 
@@ -332,32 +392,29 @@ def main() -> None:
     """Build the synthetic collection, then print the tables."""
     workdir = Path(tempfile.mkdtemp(prefix="mrecd-bench-"))
     try:
+        path = workdir / "bench.mrec.lmdb"
+        build = _Build(path)
         started = time.perf_counter()
-        records, atom_frames = _records(N_RECORDS)
-        n_frames = sum(len(r.trajectory or ()) for r in records)
+        build.run()
+        with mrecd.open_collection(path) as col:
+            n_frames = col.n_frames
         print(
-            f"{N_RECORDS:,} records, {n_frames:,} frames, {atom_frames:,} atom-frames"
-            f" (generated in {time.perf_counter() - started:.1f} s)\n"
+            f"{N_RECORDS:,} records, {n_frames:,} frames, {build.atom_frames:,} atom-frames"
+            f" (built in {time.perf_counter() - started:.0f} s, {build.generate:.0f} s of it"
+            " generating records)\n"
         )
         print("### Appends (every transaction synced to disk)\n")
         _table(
-            ("operation", "records/s", "ms/record", "floor ms/record", "ratio"),
-            _appends(workdir, records),
+            ("operation", "records/s", "ms/record", "floor ms/record", "ratio", "index bytes"),
+            _append_rows(build, workdir),
         )
-        del records
+        first, last = build.windows[0][1], build.windows[-1][1]
+        print(
+            f"The median append at R = {N_RECORDS:,} takes {last / first:.2f}x the time of one"
+            f" around R = {min(SMALL_R, N_RECORDS // 4):,}.\n"
+        )
         gc.collect()
-        path = workdir / "bench.mrec.lmdb"
-        packed = workdir / "packed.mrec.lmdb"
-        with mrecd.open_collection(path) as col:
-            t_compact = _timed(lambda: col.compact(packed))
-        density = _density(path, atom_frames)
-        size = packed.stat().st_size
-        density.insert(
-            1,
-            (f"after col.compact() ({t_compact:.1f} s)", f"{size:,}", f"{size / atom_frames:.1f}"),
-        )
-        print("### File size\n")
-        _table(("what", "bytes", "bytes per atom-frame"), density)
+        density = _density(path, build.atom_frames)
         print(
             f"### Random frame reads (best of {ROUNDS} rounds of {READS_PER_ROUND:,},"
             " one process)\n"
@@ -365,5 +422,18 @@ def main() -> None:
         _table(("read", "reads/s", "µs/read", "ratio to floor"), _single_reads(path))
         print(f"### Batch reads ({BATCH} random records; median of {N_BATCHES} batches)\n")
         _table(("read", "ms/batch", "frames/s", "ratio to floor"), _batch_reads(path))
+        with mrecd.open_collection(path, "r+") as col:
+            t_compact = _timed(col.compact)  # in place
+        size = path.stat().st_size
+        density.insert(
+            1,
+            (
+                f"after col.compact() in place ({t_compact:.1f} s)",
+                f"{size:,}",
+                f"{size / build.atom_frames:.1f}",
+            ),
+        )
+        print("### File size\n")
+        _table(("what", "bytes", "bytes per atom-frame"), density)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -139,3 +139,38 @@ def test_threads_share_one_environment(tmp_path: Path) -> None:
     assert not errors, errors
     with mrecd.open_collection(path) as col:
         assert sorted(rec.meta["tag"] for rec in col) == list(range(total))
+
+
+def _snapshots_while_growing(path: Path, base: int, appended: int, n_readers: int) -> None:
+    """``base`` records in bulk, then a writer here appends ``appended`` more (single
+    appends and extends) while readers in other processes check whole snapshots."""
+    _finish(_spawn("bulk", str(path), str(base)))
+    total = base + appended
+    readers = [_spawn("snapshot_reader", str(path), str(total)) for _ in range(n_readers)]
+    for proc in readers:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    with mrecd.open_collection(path, "r+") as col:
+        tag = base
+        while tag < total:
+            if tag % 7 == 0 and tag + 3 <= total:
+                assert col.extend([record(t) for t in range(tag, tag + 3)]) == range(tag, tag + 3)
+                tag += 3
+            else:
+                assert col.append(record(tag)) == tag
+                tag += 1
+    seen = [int(_finish(proc).split("snapshots")[1]) for proc in readers]
+    assert all(n > 3 for n in seen), seen
+    with mrecd.open_collection(path) as col:
+        assert len(col) == total
+        for r in (0, base - 1, base, total - 1):
+            check(col[r], r)
+
+
+def test_snapshots_while_a_paged_collection_grows(tmp_path: Path) -> None:
+    """Past one index page (512 rows): readers refresh page by page."""
+    _snapshots_while_growing(tmp_path / "grow.mrec.lmdb", 1500, 150, 2)
+
+
+@pytest.mark.slow
+def test_snapshots_at_a_hundred_thousand_records(tmp_path: Path) -> None:
+    _snapshots_while_growing(tmp_path / "big.mrec.lmdb", 100_000, 400, 2)

@@ -101,7 +101,7 @@ def _collection(**changes: Any) -> Callable[[dict[str, Any]], None]:
     [
         (_edit(layout="mrec-zarr"), mrecd.InvalidRecord, "layout must be 'mrec-lmdb'"),
         (_edit(layout=_DROP), mrecd.InvalidRecord, "layout must be"),
-        (_edit(layout_version=_DROP), mrecd.UnsupportedVersion, "layout_version is required"),
+        (_edit(layout_version=None), mrecd.UnsupportedVersion, "not None"),
         (_edit(layout_version=0), mrecd.UnsupportedVersion, "layout_version"),
         (_edit(layout_version=2), mrecd.UnsupportedVersion, "layout_version"),
         (_edit(layout_version="1"), mrecd.UnsupportedVersion, "layout_version"),
@@ -140,6 +140,15 @@ def test_meta_not_json_is_refused(two: Path) -> None:
         txn.put(b"meta", b'{"layout": NaN}')
     with pytest.raises(mrecd.InvalidRecord, match="not UTF-8 JSON"):
         mrecd.open_collection(two)
+
+
+def test_missing_layout_version_reads_as_1(two: Path) -> None:
+    """lmdb.md §8: the reference 0.2.0 writers and the later revision write none."""
+    meta = meta_of(two)
+    del meta["layout_version"]
+    put_meta(two, meta)
+    with mrecd.open_collection(two) as col:
+        assert len(col[0].trajectory) == 3
 
 
 def test_unstamped_collection_reads_as_current(two: Path) -> None:

@@ -25,6 +25,7 @@ from ..bindings.lmdb import (
     incoming,
     index_values,
     join,
+    replay,
 )
 from ..errors import InvalidRecord, NotFound, RecordOutOfRange
 from ..forcefield import ForceField
@@ -67,7 +68,7 @@ class CollectionTrajectory(Sequence[Frame]):
     Compares equal to any sequence of equal frames.
     """
 
-    __slots__ = ("_binding", "_frames", "_view")
+    __slots__ = ("_binding", "_frames", "_layout_seen", "_view")
 
     def __init__(
         self, binding: LmdbCollection, view: RecordView, frames: list[Frame] | None = None
@@ -75,6 +76,7 @@ class CollectionTrajectory(Sequence[Frame]):
         self._binding = binding
         self._view = view
         self._frames = frames
+        self._layout_seen: Any = None
 
     @property
     def declaration(self) -> Declaration:
@@ -191,6 +193,13 @@ class CollectionTrajectory(Sequence[Frame]):
             reader rule (lmdb.md §5).
         """
         k = _ordinal(i, len(self), "frame")
+        if blocks is None and columns is None and not join and self._frames is None:
+            view = self._view
+            layout = self._layout_seen or view.caches.layout(view.r)
+            if layout is not None and k in layout.recipes:  # read and checked before
+                self._layout_seen = layout
+                with self._binding.reading() as txn:
+                    return replay(txn, view, layout, k)
         names = None if blocks is None else self._names(blocks, join)
         if self._frames is not None:
             frame = self._frames[k]
@@ -201,7 +210,9 @@ class CollectionTrajectory(Sequence[Frame]):
                 None if names is None else [n for n in names if n in self.declaration.blocks]
             )
             with self._binding.reading() as txn:
-                frame = self._binding.frame(txn, self._view, k, trajectory_names)
+                frame, self._layout_seen = self._binding.frame(
+                    txn, self._view, k, trajectory_names, self._layout_seen
+                )
         if join:
             frame = join_frame(self.system, frame, names)
         return frame if columns is None else _columns(frame, columns)
@@ -268,7 +279,12 @@ def _columns(frame: Frame, columns: Iterable[str] | Mapping[str, Iterable[str]])
 def _record(
     binding: LmdbCollection, parts: RecordParts, frames: list[Frame] | None = None
 ) -> Record:
-    record = Record(parts.meta, system=parts.system)
+    # The parts were checked as they were read: skip Record's own checks of them.
+    record = object.__new__(Record)
+    record.meta, record.system, record.trajectory = parts.meta, parts.system, None
+    record.frame = record.forcefield = record.declaration = None
+    record.status = record.method = None
+    record.sections = {}
     if parts.view is not None:
         # Record keeps a list; a collection's record reads its frames lazily.
         record.trajectory = CollectionTrajectory(binding, parts.view, frames)  # type: ignore[assignment]
@@ -405,6 +421,50 @@ class Collection:
                 out.append(_record(binding, parts, loaded))
         return out
 
+    def batches(
+        self,
+        size: int,
+        *,
+        shuffle: bool = True,
+        seed: int | None = None,
+        frames: bool = True,
+        drop_last: bool = False,
+    ) -> Iterator[list[Record]]:
+        """One epoch of the collection in batches of ``size`` records, as a data loader reads.
+
+        Parameters
+        ----------
+        size
+            Records per batch (a positive integer); the last batch may be shorter.
+        shuffle
+            Visit the records in a random order (a permutation: each exactly once);
+            ``False`` keeps record order.
+        seed
+            Seed of the order (the same seed gives the same batches); ``None``
+            draws a fresh one.
+        frames
+            As :meth:`read_many`: resolve and hold every trajectory's frames.
+        drop_last
+            Leave out a last batch shorter than ``size``.
+
+        Yields
+        ------
+        list of Record
+            Each batch read in one read transaction (:meth:`read_many`).
+
+        Notes
+        -----
+        The epoch covers the records committed when iteration starts; records
+        appended meanwhile wait for the next epoch.
+        """
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"size is a positive integer, not {size!r}")
+        n = len(self)
+        order = np.random.default_rng(seed).permutation(n) if shuffle else np.arange(n)
+        stop = n - n % size if drop_last else n
+        for start in range(0, stop, size):
+            yield self.read_many(order[start : start + size].tolist(), frames=frames)
+
     # -- writing --------------------------------------------------------------------------
 
     def append(
@@ -473,15 +533,37 @@ class Collection:
             return range(n, n)
         return self._binding.append(items, own)
 
-    def compact(self, path: PathLike, *, overwrite: bool = False) -> None:
-        """Write a packed copy of this collection to the new file ``path``.
+    def compact(self, path: PathLike | None = None, *, overwrite: bool = False) -> None:
+        """Pack the collection: into the new file ``path``, or in place.
 
         A collection grown by appends keeps its LMDB leaf pages about half
         full; the copy packs them (typically close to half the size) and holds
-        the same keys and values. Readers and writers of this collection may
-        go on meanwhile: the copy is of one committed state.
+        the same records. A paged index (collections past 512 records,
+        mrecd's extension) becomes the one ``index`` value of lmdb.md §4, so
+        the result is in the layout every reader of the format reads.
+
+        Parameters
+        ----------
+        path
+            A new ``<name>.mrec.lmdb`` file for the copy. Readers and writers of
+            this collection may go on meanwhile: the copy is of one committed
+            state. ``None`` compacts in place (needs mode ``"r+"``): the copy is
+            written beside the file, then renamed over it while every writer is
+            held off. This process uses the new file at once. Other processes
+            keep reading the old file (a consistent snapshot that no longer
+            grows) until they reopen it; an append from one that has not
+            reopened raises :class:`~mrecd.errors.RetryableError`.
+        overwrite
+            Replace an existing file at ``path``.
+
+        Raises
+        ------
+        AlreadyExists
+            ``path`` exists and ``overwrite`` is false.
+        ReadOnlyError
+            In place on a collection opened with ``mode="r"``.
         """
-        self._binding.compact(os.fspath(path), overwrite=overwrite)
+        self._binding.compact(None if path is None else os.fspath(path), overwrite=overwrite)
 
     def to_dict(self) -> dict[str, Any]:
         """The whole collection in its logical JSON form (the schema fixtures' shape).

@@ -8,7 +8,7 @@ from ._index import RESERVED, IndexColumnSpec
 from ._interchange import collection_from_dict, collection_to_dict
 from ._keys import FF, INDEX, META, frame_key, record_key, system_key
 from ._meta import LAYOUT, LAYOUT_VERSION
-from ._read import RecordView, join
+from ._read import RecordView, join, replay
 from ._store import SUFFIX, LmdbCollection, RecordParts
 from ._write import incoming, index_values
 
@@ -31,5 +31,6 @@ __all__ = [
     "index_values",
     "join",
     "record_key",
+    "replay",
     "system_key",
 ]

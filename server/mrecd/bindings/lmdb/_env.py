@@ -23,7 +23,7 @@ import lmdb
 
 from ...errors import InvalidRecord
 
-__all__ = ["MAP_SIZE", "EnvHandle", "acquire", "is_open", "release"]
+__all__ = ["MAP_SIZE", "EnvHandle", "acquire", "file_identity", "is_open", "open_env", "release"]
 
 #: Address space reserved for the map (lmdb.md §1, reference): not disk space.
 MAP_SIZE: Final = 2**40
@@ -48,14 +48,37 @@ class EnvHandle:
     #: the newest seen, and the one it replaced (a reader's older snapshot).
     state: Any = None
     previous: Any = None
+    #: ``(data file, lock file)`` identities as opened: a writer refuses to commit
+    #: once the path names other files (compacted in place by another process).
+    identity: tuple[Any, Any] = (None, None)
+    #: Environments replaced by an in-place compaction, closed with the handle
+    #: (transactions begun on them before the swap finish on the old file).
+    retired: list[Any] = field(default_factory=list)
+
+    def replaced(self) -> bool:
+        """Whether the path now names another file than the one this handle opened."""
+        return file_identity(self.path) != self.identity
 
 
 _HANDLES: dict[tuple[int, str], EnvHandle] = {}
 _HANDLES_LOCK = threading.Lock()
 
 
-def _open(path: str, *, create: bool) -> EnvHandle:
-    writable = create or os.access(path, os.W_OK)
+def file_identity(path: str) -> tuple[Any, Any]:
+    """``(device, inode)`` of the data file and of its lock file (``None`` if absent)."""
+
+    def one(name: str) -> Any:
+        try:
+            stat = os.stat(name)
+        except FileNotFoundError:
+            return None
+        return stat.st_dev, stat.st_ino
+
+    return one(path), one(path + "-lock")
+
+
+def open_env(path: str, *, writable: bool, create: bool = False) -> Any:
+    """The LMDB environment of a collection file (lmdb.md §1's options)."""
     try:
         env = lmdb.open(
             path,
@@ -70,7 +93,15 @@ def _open(path: str, *, create: bool) -> EnvHandle:
         )
     except (lmdb.InvalidError, lmdb.VersionMismatchError, lmdb.CorruptedError) as exc:
         raise InvalidRecord(f"not a readable LMDB file: {exc}", path=path) from None
-    return EnvHandle(path=path, env=env, writable=writable, pid=os.getpid())
+    return env
+
+
+def _open(path: str, *, create: bool) -> EnvHandle:
+    writable = create or os.access(path, os.W_OK)
+    env = open_env(path, writable=writable, create=create)
+    handle = EnvHandle(path=path, env=env, writable=writable, pid=os.getpid())
+    handle.identity = file_identity(path)
+    return handle
 
 
 def acquire(path: str, *, create: bool = False) -> EnvHandle:
@@ -95,6 +126,8 @@ def release(handle: EnvHandle) -> None:
         if _HANDLES.get(key) is handle:
             del _HANDLES[key]
         handle.env.close()
+        for env in handle.retired:
+            env.close()
 
 
 def is_open(path: str) -> bool:

@@ -4,10 +4,13 @@ The four binding columns (``first_frame``, ``n_frames``, ``n_atoms``,
 ``has_trajectory``) come first, then the collection's own columns
 (collection.md §2.3), declared at creation.
 
-The value is rewritten in every commit, so a writer keeps it decoded in an
-:class:`IndexTable`: columns with spare capacity (doubling), so an append
-copies nothing already written and only re-encodes, which is one pass over
-the buffers. Tables are values: :meth:`IndexTable.extended` returns a new
+While it fits one page (:data:`~._meta.PAGE_ROWS` rows) the index is the one
+``index`` value of lmdb.md §4, rewritten in every commit. Beyond, mrecd splits
+it in pages of that many rows under ``i ‖ u64be(p)`` (its extension, marked
+in ``meta``; see the README): a commit rewrites only the pages its rows fall
+in, so an append costs the same at any ``R``. A writer keeps the index decoded
+in an :class:`IndexTable`: columns with spare capacity (doubling), so an
+append copies nothing already written. Tables are values: :meth:`IndexTable.extended` returns a new
 table that may share the old one's buffers, writing only past the old row
 count, so a reader holding the old table never sees a change.
 """
@@ -34,6 +37,7 @@ from ...model import (
     numpy_dtype,
     quantize,
 )
+from ._keys import index_page_key
 
 __all__ = [
     "RESERVED",
@@ -41,6 +45,7 @@ __all__ = [
     "IndexRow",
     "IndexTable",
     "decode_index",
+    "decode_pages",
     "parse_index_columns",
     "reopen_index_columns",
 ]
@@ -260,13 +265,20 @@ class IndexTable:
 
     @classmethod
     def from_block(cls, block: Block) -> IndexTable:
-        """A table holding a decoded, checked ``records`` block (copied, with capacity)."""
-        specs = {name: _stored_spec(column) for name, column in block.items()}
+        """A table holding a decoded, checked ``records`` block (copied, with capacity).
+
+        Columns are found by name: the four binding columns first in the
+        file is the reference writer's order (lmdb.md §4, (ref)), not a rule.
+        The table puts them first, so a rewritten index is in that order.
+        """
+        order = [*RESERVED, *(name for name in block if name not in RESERVED)]
+        specs = {name: _stored_spec(block[name]) for name in order}
         n = block.count
         capacity = max(_MIN_CAPACITY, n + n // 2)
         values: dict[str, npt.NDArray[Any]] = {}
         valid: dict[str, npt.NDArray[np.bool_] | None] = {}
-        for name, column in block.items():
+        for name in order:
+            column = block[name]
             values[name] = _allocate(specs[name], capacity)
             values[name][:n] = column.values
             mask = None
@@ -355,21 +367,50 @@ class IndexTable:
                         valid[name][at] = True
         return IndexTable(self.specs, self.n + len(batch), values, valid)
 
+    def appended(self, block: Block, skip: int) -> IndexTable:
+        """A new table with the rows of ``block`` from ``skip`` on appended (read
+        from the file: checked by the caller against this table's columns)."""
+        rows = block.count - skip
+        values, valid = self._grown(rows)
+        specs = dict(self.specs)
+        stop = self.n + rows
+        for name, spec in self.specs.items():
+            column = block[name]
+            values[name][self.n : stop] = column.values[skip:]
+            if column.validity is not None and valid[name] is None:
+                valid[name] = np.ones(len(values[name]), dtype=np.bool_)
+                specs[name] = replace(spec, nullable=True)
+            if valid[name] is not None:
+                valid[name][self.n : stop] = (
+                    True if column.validity is None else column.validity[skip:]
+                )
+        return IndexTable(specs, stop, values, valid)
+
     # -- the stored form ------------------------------------------------------------------
+
+    def rows(self, start: int, stop: int) -> Block:
+        """Rows ``start .. stop`` as a ``records`` block (read-only views)."""
+        columns = {}
+        for name, spec in self.specs.items():
+            mask = self._valid[name]
+            columns[name] = Column._trusted(
+                self._values[name][start:stop],
+                spec.dtype,
+                None if mask is None else mask[start:stop],
+                spec.precision,
+            )
+        return Block._trusted(columns, stop - start)
+
+    def encode_page(self, p: int, page_rows: int) -> bytes:
+        """Index page ``p``: rows ``p * page_rows ..`` as frame bytes (like ``index``)."""
+        start = p * page_rows
+        block = self.rows(start, min(self.n, start + page_rows))
+        return encode_blocks({"records": block}, {"meta": {}})
 
     def block(self) -> Block:
         """The ``records`` block (read-only views of the first ``R`` rows)."""
         if self._block is None:
-            columns = {}
-            for name, spec in self.specs.items():
-                mask = self._valid[name]
-                columns[name] = Column._trusted(
-                    self._values[name][: self.n],
-                    spec.dtype,
-                    None if mask is None else mask[: self.n],
-                    spec.precision,
-                )
-            self._block = Block._trusted(columns, self.n)
+            self._block = self.rows(0, self.n)
         return self._block
 
     def encode(self) -> bytes:
@@ -387,35 +428,35 @@ def _check_reserved(block: Block) -> None:
             )
         if column.dtype != dtype or column.trailing or column.validity is not None:
             raise InvalidRecord(f"{name} is {dtype}[R] without a mask (lmdb.md §4)", path=where)
-    if list(block)[: len(RESERVED)] != list(RESERVED):
-        # (ref) header order: the binding's four columns, then the collection's own.
-        raise InvalidRecord(
-            f"the index's first columns are {list(RESERVED)} in that order (lmdb.md §4)",
-            path="index/records",
-        )
 
 
-def _check_counts(block: Block, n_records: int, n_frames: int) -> None:
-    if block.count != n_records:
+def _check_counts(
+    block: Block, n_records: int, n_frames: int, first_row: int = 0, base: int = 0
+) -> None:
+    """``block`` holds records ``first_row ..`` whose frames start at ``base``."""
+    if first_row + block.count != n_records:
         raise InvalidRecord(
-            f"the index has {block.count} rows but meta.n_records is {n_records} (lmdb.md §4)",
+            f"the index has {first_row + block.count} rows but meta.n_records is {n_records}"
+            " (lmdb.md §4)",
             path="index/records",
         )
     first = block["first_frame"].values
     counts = block["n_frames"].values
-    if n_records and float(counts.astype(np.float64).sum()) > 2.0**63:
+    if block.count and base + float(counts.astype(np.float64).sum()) > 2.0**63:
         raise InvalidRecord("n_frames sums past 2^63", path="index/records/n_frames")
-    expected = np.zeros(n_records, dtype=np.uint64)
-    np.cumsum(counts[:-1], out=expected[1:])
+    expected = np.full(block.count, base, dtype=np.uint64)
+    if block.count > 1:
+        np.cumsum(counts[:-1], out=expected[1:])
+        expected[1:] += np.uint64(base)
     bad = np.flatnonzero(first != expected)
     if bad.size:
-        r = int(bad[0])
+        k = int(bad[0])
         raise InvalidRecord(
-            f"first_frame[{r}] is {int(first[r])}, not the exclusive prefix sum {int(expected[r])}"
-            " of n_frames (lmdb.md §4)",
+            f"first_frame[{first_row + k}] is {int(first[k])}, not the exclusive prefix sum"
+            f" {int(expected[k])} of n_frames (lmdb.md §4)",
             path="index/records/first_frame",
         )
-    total = int(first[-1]) + int(counts[-1]) if n_records else 0
+    total = int(first[-1]) + int(counts[-1]) if block.count else base
     if total != n_frames:
         raise InvalidRecord(
             f"the index counts {total} frames but meta.n_frames is {n_frames} (lmdb.md §4)",
@@ -424,7 +465,7 @@ def _check_counts(block: Block, n_records: int, n_frames: int) -> None:
     orphans = np.flatnonzero(~block["has_trajectory"].values & (counts > 0))
     if orphans.size:
         raise InvalidRecord(
-            f"record {int(orphans[0])} has frames but has_trajectory is false",
+            f"record {first_row + int(orphans[0])} has frames but has_trajectory is false",
             path="index/records/has_trajectory",
         )
 
@@ -441,3 +482,132 @@ def decode_index(raw: bytes | memoryview, n_records: int, n_frames: int) -> Inde
     _check_reserved(block)
     _check_counts(block, n_records, n_frames)
     return IndexTable.from_block(block)
+
+
+def _one_block(raw: bytes | memoryview, where: str) -> Block:
+    blocks, _ = decode_blocks(raw, copy=False)
+    if list(blocks) != ["records"]:
+        raise InvalidRecord(
+            f"the index holds exactly one block 'records', not {list(blocks)} (lmdb.md §4)",
+            path=where,
+        )
+    return blocks["records"]
+
+
+def _page(get: Callable[[bytes], Any], p: int, page_rows: int, n_records: int) -> Block:
+    where = f"index page {p}"
+    raw = get(index_page_key(p))
+    if raw is None:
+        raise InvalidRecord(
+            f"index page {p} (key i‖{p}) is missing: {n_records} records need"
+            f" {-(-n_records // page_rows)} pages of {page_rows} rows",
+            path=where,
+        )
+    block = _one_block(raw, where)
+    rows = min(page_rows, n_records - p * page_rows)
+    if block.count != rows:
+        raise InvalidRecord(
+            f"index page {p} has {block.count} rows; with {n_records} records in pages of"
+            f" {page_rows} it holds {rows}",
+            path=where,
+        )
+    return block
+
+
+def _signature(column: Column) -> tuple[str, tuple[int, ...], float | None]:
+    return column.dtype, column.trailing, column.precision
+
+
+def _mask_of(page: Block, name: str) -> npt.NDArray[np.bool_]:
+    mask = page[name].validity
+    return np.ones(page.count, np.bool_) if mask is None else mask
+
+
+def _joined(pages: list[Block], first_page: int) -> Block:
+    """One block of the pages' rows (copied out of the transaction's buffers)."""
+    head = pages[0]
+    for k, page in enumerate(pages[1:], first_page + 1):
+        if page.columns.keys() != head.columns.keys() or any(
+            _signature(page[name]) != _signature(head[name]) for name in head
+        ):
+            raise InvalidRecord(
+                f"index page {k}'s columns differ from page {first_page}'s: every page holds the"
+                " same columns",
+                path=f"index page {k}",
+            )
+    columns = {}
+    for name, column in head.items():
+        masks = [page[name].validity for page in pages]
+        validity = None
+        if any(m is not None for m in masks):
+            validity = np.concatenate([_mask_of(page, name) for page in pages])
+        values = np.concatenate([page[name].values for page in pages])
+        columns[name] = Column._trusted(values, column.dtype, validity, column.precision)
+    return Block._trusted(columns, sum(page.count for page in pages))
+
+
+def decode_pages(
+    get: Callable[[bytes], Any],
+    page_rows: int,
+    n_records: int,
+    n_frames: int,
+    old: IndexTable | None = None,
+) -> IndexTable:
+    """Read and check a paged index (mrecd's extension) against the ``meta`` counts.
+
+    With ``old`` (the table of an earlier state of the same file, which only
+    appends) only the pages holding rows past ``old.n`` are read.
+    """
+    n_pages = -(-n_records // page_rows)
+    if get(index_page_key(n_pages)) is not None:
+        raise InvalidRecord(
+            f"index page {n_pages} exists past the {n_pages} pages {n_records} records fill",
+            path=f"index page {n_pages}",
+        )
+    if old is not None and not 0 < old.n <= n_records:
+        old = None
+    first_page = 0 if old is None else old.n // page_rows
+    if first_page == n_pages:
+        pages: list[Block] = []
+    else:
+        pages = [_page(get, p, page_rows, n_records) for p in range(first_page, n_pages)]
+    if old is None:
+        block = _joined(pages, 0) if pages else IndexTable.empty({}).block()
+        _check_reserved(block)
+        _check_counts(block, n_records, n_frames)
+        return IndexTable.from_block(block)
+    return _extended_by_pages(old, pages, first_page, page_rows, n_records, n_frames)
+
+
+def _extended_by_pages(
+    old: IndexTable,
+    pages: list[Block],
+    first_page: int,
+    page_rows: int,
+    n_records: int,
+    n_frames: int,
+) -> IndexTable:
+    """``old`` with the rows of ``pages`` (from ``first_page`` on) past ``old.n``."""
+    if not pages:  # old.n == n_records, a whole number of pages
+        _check_counts(old.rows(0, 0), n_records, n_frames, old.n, old.total_frames)
+        return old
+    block = _joined(pages, first_page)
+    _check_reserved(block)
+    if block.columns.keys() != old.specs.keys() or any(
+        _signature(block[n]) != (s.dtype, s.trailing, s.precision) for n, s in old.specs.items()
+    ):
+        raise InvalidRecord(
+            f"index page {first_page}'s columns differ from the index read before",
+            path=f"index page {first_page}",
+        )
+    skip = old.n - first_page * page_rows
+    new_rows = Block._trusted(
+        {name: _tail(column, skip) for name, column in block.items()}, block.count - skip
+    )
+    _check_counts(new_rows, n_records, n_frames, old.n, old.total_frames)
+    return old.appended(block, skip)
+
+
+def _tail(column: Column, skip: int) -> Column:
+    validity = None if column.validity is None else column.validity[skip:]
+    return Column._trusted(column.values[skip:], column.dtype, validity, column.precision)

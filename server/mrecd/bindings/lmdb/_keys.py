@@ -12,7 +12,16 @@ from typing import Final
 
 from ...errors import InvalidRecord
 
-__all__ = ["FF", "INDEX", "META", "U64_MAX", "frame_key", "record_key", "system_key"]
+__all__ = [
+    "FF",
+    "INDEX",
+    "META",
+    "U64_MAX",
+    "frame_key",
+    "index_page_key",
+    "record_key",
+    "system_key",
+]
 
 META: Final = b"meta"
 INDEX: Final = b"index"
@@ -41,3 +50,12 @@ def system_key(r: int) -> bytes:
 def frame_key(j: int) -> bytes:
     """``f ‖ u64be(j)``: the trajectory update at global frame ordinal ``j`` (frame bytes)."""
     return _suffixed(b"f", j)
+
+
+def index_page_key(p: int) -> bytes:
+    """``i ‖ u64be(p)``: page ``p`` of a paged index (mrecd's extension, see the README).
+
+    Nine bytes, so it cannot be the five-byte ``index`` key it shares a first
+    byte with (as ``f ‖ j`` and ``ff`` do in lmdb.md §2).
+    """
+    return _suffixed(b"i", p)

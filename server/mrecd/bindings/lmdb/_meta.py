@@ -10,11 +10,25 @@ from typing import Any, Final
 from ...errors import InvalidRecord, UnsupportedVersion
 from ...model import Declaration, check_collection_meta, dumps_strict, loads_strict
 
-__all__ = ["LAYOUT", "LAYOUT_VERSION", "MetaValue", "decode_meta", "meta_encoder"]
+__all__ = [
+    "INDEX_PAGES",
+    "LAYOUT",
+    "LAYOUT_VERSION",
+    "PAGE_ROWS",
+    "MetaValue",
+    "decode_meta",
+    "meta_encoder",
+]
 
 LAYOUT: Final = "mrec-lmdb"
 #: The byte layout this package writes and the newest it reads.
 LAYOUT_VERSION: Final = 1
+#: mrecd's extension key: the index is split in pages of this many rows (README).
+INDEX_PAGES: Final = "mrecd_index_pages"
+#: Rows per index page mrecd writes; a collection of at most this many records
+#: keeps the one ``index`` value of lmdb.md §4.
+PAGE_ROWS: Final = 512
+_MAX_PAGE_ROWS: Final = 2**24
 _KEYS: Final = (
     "layout",
     "layout_version",
@@ -22,7 +36,10 @@ _KEYS: Final = (
     "sequence_schema",
     "n_records",
     "n_frames",
+    INDEX_PAGES,
 )
+#: Keys a reader accepts missing (lmdb.md §8, §3 (ref)).
+_OPTIONAL: Final = frozenset({"layout_version", "sequence_schema", INDEX_PAGES})
 _EMPTY_SCHEMA: Final[dict[str, Any]] = {"blocks": {}, "meta": {}}
 
 
@@ -34,6 +51,8 @@ class MetaValue:
     declaration: Declaration | None
     n_records: int
     n_frames: int
+    #: rows per index page when the index is paged (mrecd's extension), else ``None``
+    page_rows: int | None = None
 
     @property
     def molrec_version(self) -> int | None:
@@ -42,21 +61,37 @@ class MetaValue:
         return None if version is None else int(version)
 
 
-def meta_encoder(collection: dict[str, Any], declaration: Declaration | None) -> Any:
+def meta_encoder(
+    collection: dict[str, Any], declaration: Declaration | None, page_rows: int | None = None
+) -> Any:
     """A function ``(n_records, n_frames) -> bytes`` for the fixed parts given.
 
-    The document and the schema are serialized once; a commit only adds its counts.
+    The document and the schema are serialized once; a commit only adds its
+    counts. ``page_rows`` marks a paged index (the key is left out otherwise,
+    so a one-value index keeps lmdb.md §3's six keys).
     """
     schema = _EMPTY_SCHEMA if declaration is None else declaration.to_dict()
     head = (
         f'{{"layout":{dumps_strict(LAYOUT)},"layout_version":{LAYOUT_VERSION},'
         f'"collection":{dumps_strict(collection)},"sequence_schema":{dumps_strict(schema)},'
     )
+    if page_rows is not None:
+        head += f'"{INDEX_PAGES}":{page_rows},'
 
     def encode(n_records: int, n_frames: int) -> bytes:
         return f'{head}"n_records":{n_records},"n_frames":{n_frames}}}'.encode()
 
     return encode
+
+
+def _page_rows(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= _MAX_PAGE_ROWS:
+        raise InvalidRecord(
+            f"{INDEX_PAGES} is the index's rows per page, an integer in 1..{_MAX_PAGE_ROWS},"
+            f" not {value!r}",
+            path=f"meta.{INDEX_PAGES}",
+        )
+    return value
 
 
 def _count(value: Any, key: str) -> int:
@@ -69,9 +104,9 @@ def _count(value: Any, key: str) -> int:
 
 def _layout_version(meta: dict[str, Any]) -> None:
     if "layout_version" not in meta:
-        raise UnsupportedVersion(
-            "layout_version is required (lmdb.md §3)", path="meta.layout_version"
-        )
+        # lmdb.md §8: writers of the reference 0.2.0 line and the later upstream
+        # revision write no layout_version; their byte layout is layout 1.
+        return
     version = meta["layout_version"]
     if (
         isinstance(version, bool)
@@ -86,6 +121,8 @@ def _layout_version(meta: dict[str, Any]) -> None:
 
 
 def _declaration(schema: Any) -> Declaration | None:
+    if schema is None:
+        return None  # (ref) alternative: "no declaration" written as null or left out
     declaration = Declaration.from_dict(schema, path="meta.sequence_schema")
     # (ref) {"blocks": {}, "meta": {}} is how "no declaration" is written.
     return None if not declaration.blocks and not declaration.meta else declaration
@@ -95,12 +132,16 @@ def decode_meta(raw: bytes | memoryview) -> MetaValue:
     """Read and check a ``meta`` value as a reader (lmdb.md §3).
 
     Refuses: not a JSON object; ``layout`` other than ``"mrec-lmdb"``;
-    ``layout_version`` missing or outside ``1..=1`` (``"1"`` included); a
+    a ``layout_version`` outside ``1..=1`` (``"1"`` and ``null`` included; a
+    missing one is 1, as lmdb.md §8's writers leave it out); a
     collection document without ``units``, with unparseable units or with a
     ``molrec_version`` that is ``null``, newer than 2 or not an integer; a
     malformed ``sequence_schema``; counts that are not non-negative integers.
-    Every key of the value is required and no other key is allowed (chosen:
-    an unknown key could change what the file means, as in frame headers).
+    Every other key of the value is required except ``sequence_schema``
+    (absent or ``null``: no declaration), and no other key is allowed
+    (chosen: an unknown key could change what the file means, as in frame
+    headers) but mrecd's own ``mrecd_index_pages`` (the index is paged; a
+    positive integer, rows per page).
     """
     try:
         meta = loads_strict(bytes(raw))
@@ -118,13 +159,14 @@ def decode_meta(raw: bytes | memoryview) -> MetaValue:
     unknown = set(meta) - set(_KEYS)
     if unknown:
         raise InvalidRecord(f"unknown meta keys {sorted(unknown)} (lmdb.md §3)", path="meta")
-    missing = [k for k in _KEYS if k not in meta]
+    missing = [k for k in _KEYS if k not in meta and k not in _OPTIONAL]
     if missing:
         raise InvalidRecord(f"meta lacks {missing} (lmdb.md §3)", path="meta")
     collection = check_collection_meta(meta["collection"], path="meta.collection")
     return MetaValue(
         collection=collection,
-        declaration=_declaration(meta["sequence_schema"]),
+        declaration=_declaration(meta.get("sequence_schema")),
         n_records=_count(meta["n_records"], "n_records"),
         n_frames=_count(meta["n_frames"], "n_frames"),
+        page_rows=_page_rows(meta[INDEX_PAGES]) if INDEX_PAGES in meta else None,
     )

@@ -29,6 +29,7 @@ from ...model import (
     decode_meta,
 )
 from ._keys import frame_key
+from ._plans import Expect, Template, UpdatePlan, expectations, materialize, plan
 
 __all__ = [
     "Expected",
@@ -37,6 +38,7 @@ __all__ = [
     "check_v1_frame",
     "join",
     "loads",
+    "replay",
     "resolve",
     "scan",
     "walk",
@@ -62,6 +64,10 @@ class Expected:
     tags: dict[str, str]
     #: aligned block -> target
     aligned: dict[str, str]
+    #: block -> {column: what the update-plan fast path checks}
+    fast: dict[str, dict[str, Expect]] = field(default_factory=dict)
+    #: checked ``blocks`` header texts (grows as updates are read; see ``_plans``)
+    templates: dict[str, Template] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, declaration: Declaration) -> Expected:
@@ -76,7 +82,7 @@ class Expected:
             if spec.aligned_with is not None
         }
         tags = {key: spec.dtype for key, spec in declaration.meta.items()}
-        return cls(declaration, columns, tags, aligned)
+        return cls(declaration, columns, tags, aligned, expectations(columns))
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +120,15 @@ class Layout:
     #: block -> (ordinals of its updates, rows of each update)
     updates: dict[str, tuple[list[int], list[int]]] = field(default_factory=dict)
     boxes: tuple[list[int], list[Box]] = field(default_factory=lambda: ([], []))
+    #: frames whose resolved-frame rules (row counts, ids, targets) held with
+    #: every block decoded: records never change, so they are not checked again
+    checked: set[int] = field(default_factory=set)
+    #: decoded per-step meta of frames read so far (immutable values only)
+    meta_values: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: how each checked frame resolves (see :func:`resolve`)
+    recipes: dict[int, Any] = field(default_factory=dict)
+    #: checked plans of the updates read so far (see ``_plans``), by frame
+    plans: dict[int, UpdatePlan] = field(default_factory=dict)
 
     @property
     def known(self) -> int:
@@ -128,6 +143,10 @@ class Layout:
             list(self.metas),
             {name: (list(o), list(n)) for name, (o, n) in self.updates.items()},
             (list(self.boxes[0]), list(self.boxes[1])),
+            set(self.checked),
+            dict(self.meta_values),
+            dict(self.recipes),
+            dict(self.plans),
         )
 
     def latest(self, name: str, i: int) -> tuple[int, int] | None:
@@ -207,6 +226,21 @@ def decode_step_meta(raw: dict[str, Any], tags: dict[str, str], where: str) -> d
     }
 
 
+_IMMUTABLE: Final = (float, int, str, bool, type(None))
+
+
+def step_meta(layout: Layout, i: int, tags: dict[str, str], where: str) -> dict[str, Any]:
+    """Frame ``i``'s per-step meta, decoded once when its values are immutable
+    (a :class:`Frame` hands out copies of its meta, so frames may share it)."""
+    known = layout.meta_values.get(i)
+    if known is not None:
+        return known
+    values = decode_step_meta(layout.metas[i], tags, where)
+    if all(type(v) in _IMMUTABLE for v in values.values()):
+        layout.meta_values[i] = values
+    return values
+
+
 class _Scan:
     """Folds update headers into a :class:`Layout`, refusing what a reader refuses."""
 
@@ -235,6 +269,20 @@ class _Scan:
             rows.append(count)
         self._step_time(k, header, where)
         layout.metas.append(_meta(header, view.expect.tags, where))
+        if header.get("box") is not None:
+            self._box(k, Box.from_dict(header["box"], path=f"{where}/box"), where)
+
+    def add_planned(self, k: int, header: dict[str, Any], plan: UpdatePlan) -> None:
+        """:meth:`add` for an update whose blocks its plan has checked (declared
+        names, integer counts): only the step, time, meta and cell remain."""
+        layout = self.layout
+        where = f"{self.prefix}[{k}]"
+        for name, (count, _) in plan.blocks.items():
+            ordinals, rows = layout.updates.setdefault(name, ([], []))
+            ordinals.append(k)
+            rows.append(count)
+        self._step_time(k, header, where)
+        layout.metas.append(_meta(header, self.view.expect.tags, where))
         if header.get("box") is not None:
             self._box(k, Box.from_dict(header["box"], path=f"{where}/box"), where)
 
@@ -298,8 +346,18 @@ def scan(txn: Any, view: RecordView, upto: int, layout: Layout | None = None) ->
     start = 0 if layout is None else layout.known
     folder = _Scan(view, None if layout is None else layout.copy())
     for k, value in _values(txn, view, start, upto + 1):
-        folder.add(k, _header(value, f"{view.path}[{k}]"))
+        folder.add(k, _scanned(bytes(value), view, folder.layout, k))
     return folder.layout
+
+
+def _scanned(buf: bytes, view: RecordView, layout: Layout, k: int) -> dict[str, Any]:
+    """Update ``k``'s header; its plan is kept too when it takes the fast path,
+    so resolving the frame does not parse the header again."""
+    planned = plan(buf, view.expect.fast, view.expect.templates)
+    if planned is None:
+        return _header(buf, f"{view.path}[{k}]")
+    layout.plans[k] = planned[1]
+    return planned[0]
 
 
 # -- decoding blocks ------------------------------------------------------------------------
@@ -329,14 +387,31 @@ def _check_block(
             )
 
 
-def _decode_update(txn: Any, view: RecordView, k: int, names: list[str]) -> dict[str, Block]:
-    """Blocks ``names`` of update ``k`` (decoded from an owned copy of the value)."""
-    where = f"{view.path}[{k}]"
-    value = txn.get(frame_key(view.first + k))
+def _decode_update(
+    txn: Any, view: RecordView, layout: Layout, k: int, names: list[str]
+) -> dict[str, Block]:
+    """Blocks ``names`` of update ``k`` (viewing an owned copy of the value)."""
+    j = view.first + k
+    value = txn.get(frame_key(j))
     if value is None:
+        where = f"{view.path}[{k}]"
         raise InvalidRecord("frame key missing inside the record's range (lmdb.md §5)", path=where)
+    buf = bytes(value)
+    known = layout.plans.get(k)
+    if known is None or known.size != len(buf):
+        planned = plan(buf, view.expect.fast, view.expect.templates)
+        if planned is None:
+            return _decode_general(buf, view, k, names)
+        known = planned[1]
+        layout.plans[k] = known  # one C call: safe beside readers in other threads
+    return materialize(known, buf, names)
+
+
+def _decode_general(buf: bytes, view: RecordView, k: int, names: list[str]) -> dict[str, Block]:
+    """The general decoder: every form of lmdb.md §6, refusing with the rule's message."""
+    where = f"{view.path}[{k}]"
     try:
-        blocks, _ = decode_blocks(bytes(value))
+        blocks, _ = decode_blocks(buf)
     except FrameBytesError as exc:
         raise FrameBytesError(
             exc.message, path=f"{where}/{exc.path}" if exc.path else where
@@ -430,6 +505,9 @@ def resolve(
 ) -> Frame:
     """Frame ``i`` resolved by carry-forward: blocks ``names`` (all when ``None``),
     the cell in force, its step, time and meta (trajectory.md §10)."""
+    recipe = layout.recipes.get(i) if names is None else None
+    if recipe is not None:
+        return _replay(txn, view, layout, i, recipe)
     where = f"{view.path}[{i}]"
     counts: dict[str, int] = {}
     wanted: dict[int, list[str]] = {}
@@ -440,51 +518,116 @@ def resolve(
         counts[name] = latest[1]
         if names is None or name in names:
             wanted.setdefault(latest[0], []).append(name)
-    _check_counts(view, counts, where)
+    checked = i in layout.checked
+    if not checked:
+        _check_counts(view, counts, where)
     decoded: dict[str, Block] = {}
     for k, block_names in wanted.items():
-        decoded.update(_decode_update(txn, view, k, block_names))
+        decoded.update(_decode_update(txn, view, layout, k, block_names))
     blocks = {name: decoded[name] for name in view.declaration.blocks if name in decoded}
-    _check_ids(view, blocks, where)
-    _check_targets(view, blocks, counts, where)
-    if view.molrec_version == 1:
-        check_v1_frame(blocks, where)
-    meta = decode_step_meta(layout.metas[i], view.expect.tags, where)
+    if not checked:
+        _check_ids(view, blocks, where)
+        _check_targets(view, blocks, counts, where)
+        if view.molrec_version == 1:
+            check_v1_frame(blocks, where)
+        if names is None:
+            layout.checked.add(i)  # a set: safe to share between threads
+    meta = step_meta(layout, i, view.expect.tags, where)
     time = None if layout.times is None else layout.times[i]
     tags = dict(view.expect.tags)
+    if names is None and i in layout.checked:
+        pairs = tuple((k, tuple(block_names)) for k, block_names in wanted.items())
+        layout.recipes[i] = (pairs, tuple(blocks), layout.box(i), layout.steps[i], time)
     return Frame._trusted(blocks, meta, tags, layout.box(i), layout.steps[i], time)
 
 
+#: How a checked frame resolves: ``((update, block names), ...)``, block order,
+#: cell, step and time.
+Recipe = tuple[tuple[tuple[int, tuple[str, ...]], ...], tuple[str, ...], Any, int, Any]
+
+
+def _replay(txn: Any, view: RecordView, layout: Layout, i: int, recipe: Recipe) -> Frame:
+    """Frame ``i`` again, from its recipe: its rules held when it was first resolved."""
+    pairs, order, box, step, time = recipe
+    if len(pairs) == 1:
+        k, names = pairs[0]
+        blocks = _decode_update(txn, view, layout, k, list(names))
+    else:
+        decoded: dict[str, Block] = {}
+        for k, block_names in pairs:
+            decoded.update(_decode_update(txn, view, layout, k, list(block_names)))
+        blocks = {name: decoded[name] for name in order}
+    meta = step_meta(layout, i, view.expect.tags, "")
+    return Frame._trusted(blocks, meta, view.expect.tags, box, step, time)
+
+
+def replay(txn: Any, view: RecordView, layout: Layout, i: int) -> Frame:
+    """Frame ``i``, whole, from its recipe in ``layout`` (``i in layout.recipes``):
+    its rules held when it was first resolved."""
+    return _replay(txn, view, layout, i, layout.recipes[i])
+
+
 def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
-    """Every frame of the record in one pass (each value decoded once), and its layout."""
+    """Every frame of the record in one pass (each value decoded once), and its layout.
+
+    The resolved-frame rules run where they can change: row counts, ``id``
+    equality and row references only at frames that update a block.
+    """
     folder = _Scan(view)
     current: dict[str, Block] = {}
+    resolved: dict[str, Block] = {}
     frames: list[Frame] = []
     declared = list(view.declaration.blocks)
+    tags = view.expect.tags
+    layout = folder.layout
     for k, value in _values(txn, view):
+        blocks, header, planned = _decode_whole(bytes(value), view, layout, k)
+        if planned is None:
+            folder.add(k, header)
+        else:
+            folder.add_planned(k, header, planned)
         where = f"{view.path}[{k}]"
-        try:  # one parse of the header serves the layout and the blocks
-            blocks, header = decode_blocks(bytes(value))
-        except FrameBytesError as exc:
-            raise FrameBytesError(
-                exc.message, path=f"{where}/{exc.path}" if exc.path else where
-            ) from None
-        folder.add(k, header)
-        for name, block in blocks.items():
-            _check_block(name, block, view.expect.columns[name], f"{where}/{name}")
-        current.update(blocks)
-        resolved = {name: current[name] for name in declared if name in current}
-        layout = folder.layout
-        _check_counts(view, {n: b.count for n, b in resolved.items()}, where)
-        _check_ids(view, blocks, where)
-        _check_targets(view, resolved, {}, where)
-        if view.molrec_version == 1:
-            check_v1_frame(blocks, where)
-        meta = decode_step_meta(layout.metas[k], view.expect.tags, where)
+        if blocks:
+            current.update(blocks)
+            resolved = {name: current[name] for name in declared if name in current}
+            if view.expect.aligned or view.system is not None:
+                _check_counts(view, {n: b.count for n, b in resolved.items()}, where)
+                _check_ids(view, blocks, where)
+            _check_targets(view, resolved, {}, where)
+            if view.molrec_version == 1:
+                check_v1_frame(blocks, where)
+        meta = step_meta(layout, k, tags, where)
         time = None if layout.times is None else layout.times[k]
-        tags = dict(view.expect.tags)
-        frames.append(Frame._trusted(resolved, meta, tags, layout.box(k), layout.steps[k], time))
-    return folder.layout, frames
+        frames.append(
+            Frame._trusted(resolved, meta, dict(tags), layout.box(k), layout.steps[k], time)
+        )
+        layout.checked.add(k)
+    return layout, frames
+
+
+def _decode_whole(
+    buf: bytes, view: RecordView, layout: Layout, k: int
+) -> tuple[dict[str, Block], dict[str, Any], UpdatePlan | None]:
+    """Every block of update ``k``, its header (one parse serves the layout too)
+    and its plan when it took the fast path."""
+    planned = plan(buf, view.expect.fast, view.expect.templates)
+    if planned is not None:
+        header, known = planned
+        layout.plans[k] = known
+        return materialize(known, buf, known.blocks), header, known
+    where = f"{view.path}[{k}]"
+    try:
+        blocks, header = decode_blocks(buf)
+    except FrameBytesError as exc:
+        raise FrameBytesError(
+            exc.message, path=f"{where}/{exc.path}" if exc.path else where
+        ) from None
+    if not isinstance(header.get("blocks"), dict):
+        raise FrameBytesError("header is an object with blocks", path=where)
+    for name, block in blocks.items():
+        if name in view.expect.columns:  # an undeclared block is refused by the layout scan
+            _check_block(name, block, view.expect.columns[name], f"{where}/{name}")
+    return blocks, header, None
 
 
 # -- the joined view ------------------------------------------------------------------------

@@ -15,12 +15,19 @@ from __future__ import annotations
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ...codecs import decode_blocks, decode_frame, encode_blocks, plain_document
-from ...errors import AlreadyExists, FrameBytesError, InvalidRecord, NotFound, ReadOnlyError
+from ...errors import (
+    AlreadyExists,
+    FrameBytesError,
+    InvalidRecord,
+    NotFound,
+    ReadOnlyError,
+    RetryableError,
+)
 from ...forcefield import ForceField
 from ...model import (
     MOLREC_VERSION,
@@ -34,11 +41,12 @@ from ._index import (
     IndexColumnSpec,
     IndexTable,
     decode_index,
+    decode_pages,
     parse_index_columns,
     reopen_index_columns,
 )
-from ._keys import FF, INDEX, META, frame_key, record_key, system_key
-from ._meta import MetaValue, decode_meta, meta_encoder
+from ._keys import FF, INDEX, META, frame_key, index_page_key, record_key, system_key
+from ._meta import PAGE_ROWS, MetaValue, decode_meta, meta_encoder
 from ._read import Expected, Layout, RecordView, check_v1_frame, loads, resolve, scan, walk
 from ._write import Incoming, Prepared, derive_declaration, prepare, shared_columns
 
@@ -60,7 +68,21 @@ class _Caches:
     layouts: OrderedDict[int, Layout] = field(default_factory=OrderedDict)
     systems: OrderedDict[int, tuple[Frame, int]] = field(default_factory=OrderedDict)
     system_bytes: int = 0
+    #: record -> (the checks it passed under, its system, its view); checked once
+    views: OrderedDict[int, tuple[Expected, Frame | None, RecordView]] = field(
+        default_factory=OrderedDict
+    )
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def view(self, r: int, expect: Expected) -> tuple[Frame | None, RecordView] | None:
+        entry = self.views.get(r)
+        return entry[1:] if entry is not None and entry[0] is expect else None
+
+    def put_view(self, r: int, expect: Expected, system: Frame | None, view: RecordView) -> None:
+        with self.lock:
+            self.views[r] = (expect, system, view)
+            if len(self.views) > LAYOUT_CACHE:
+                self.views.popitem(last=False)
 
     def layout(self, r: int) -> Layout | None:
         with self.lock:
@@ -118,8 +140,13 @@ def _state(
     ff: ForceField | None,
     caches: _Caches,
     txn_id: int,
+    old: _State | None = None,
 ) -> _State:
-    expect = Expected.of(meta.declaration or _NO_DECLARATION)
+    """A state; ``old``'s precomputed checks are kept when the declaration is the same."""
+    if old is not None and _schema(old.meta.declaration) == _schema(meta.declaration):
+        expect = old.expect
+    else:
+        expect = Expected.of(meta.declaration or _NO_DECLARATION)
     return _State(raw, meta, table, ff, caches, expect, txn_id)
 
 
@@ -291,29 +318,73 @@ class LmdbCollection:
             raise
         return cls(handle, writable=mode == "r+", own=own)
 
-    def compact(self, path: str, *, overwrite: bool = False) -> None:
-        """Write a packed copy of the committed collection to a new file ``path``.
+    def compact(self, path: str | None = None, *, overwrite: bool = False) -> None:
+        """Write a packed copy of the committed collection to ``path``, or in place.
 
         LMDB splits a full leaf page in half unless keys are appended at the
         very end of the database, which ``f``/``r``/``s`` keys interleaved with
         ``index`` and ``meta`` never are; a growing collection so keeps its
         leaves about half full. The copy writes every key in order with
         ``MDB_APPEND`` (full leaves), ``meta`` last, in transactions of about
-        64 MB: a copy cut short has no ``meta`` and is not a collection.
+        64 MB: a copy cut short has no ``meta`` and is not a collection. A
+        paged index (mrecd's extension) is written as the one ``index`` value
+        of lmdb.md §4, so the copy is in the baseline layout any reader reads.
+
+        Without ``path`` the copy is written beside the file and renamed over
+        it (see :meth:`_compact_in_place`).
         """
+        if path is None:
+            self._compact_in_place()
+            return
         path = _check_path(path)
         source = self._live()
         self._make_room(path, overwrite)
-        target = _env.acquire(path, create=True)
-        try:
-            with source.env.begin(buffers=True) as txn:
-                _refresh(source, txn)  # the copy is of a readable collection
-                meta = bytes(txn.get(META))
-                _copy_sorted(txn.cursor(), target.env)
-            with target.env.begin(write=True) as out:
-                out.put(META, meta)  # last (lmdb.md §3)
-        finally:
-            _env.release(target)
+        with source.env.begin(buffers=True) as txn:
+            _write_compacted(source, txn, path)
+
+    def _compact_in_place(self) -> None:
+        """Compact into a sibling file, then rename it over this one.
+
+        A write transaction on the file is held throughout, so no writer in
+        any process commits meanwhile. The data file and its lock file are
+        both replaced (the old lock describes the old file). This process
+        switches to the new file at once (transactions already begun finish
+        on the old one). Another process keeps reading the old file, a
+        consistent snapshot, until it reopens; its next append is refused with
+        :class:`~mrecd.errors.RetryableError` (reopen and append again).
+        """
+        if not self.writable:
+            raise ReadOnlyError("compacting in place needs mode 'r+'", path=self.path)
+        handle = self._live()
+        head, name = os.path.split(handle.path)
+        scratch = os.path.join(head, f".{name[: -len(SUFFIX)]}.compacting-{os.getpid()}{SUFFIX}")
+        with handle.lock:
+            txn = handle.env.begin(write=True, buffers=True)
+            try:
+                self._check_same_file(handle)
+                self._make_room(scratch, True)
+                _write_compacted(handle, txn, scratch)
+                os.replace(scratch, handle.path)
+                for lock in (handle.path + "-lock", scratch + "-lock"):
+                    if os.path.exists(lock):
+                        os.unlink(lock)
+                new_env = _env.open_env(handle.path, writable=True)
+            finally:
+                txn.abort()
+            with handle.state_lock:
+                handle.retired.append(handle.env)
+                handle.env = new_env
+                handle.identity = _env.file_identity(handle.path)
+                handle.state = handle.previous = None  # txn ids restart in the new file
+
+    @staticmethod
+    def _check_same_file(handle: _env.EnvHandle) -> None:
+        if handle.replaced():
+            raise RetryableError(
+                "the file was compacted in place (or replaced) since this process opened it;"
+                " reopen the collection and append again",
+                path=handle.path,
+            )
 
     def close(self) -> None:
         """Release the environment (closed with the last user in this process)."""
@@ -381,6 +452,7 @@ class LmdbCollection:
         self, handle: _env.EnvHandle, items: Sequence[Incoming], own_rows: Sequence[dict[str, Any]]
     ) -> _State:
         with handle.env.begin(write=True) as txn:
+            self._check_same_file(handle)  # after begin: a compaction holds writers off
             state = _refresh(handle, txn)
             declaration = state.meta.declaration
             if declaration is None and state.meta.n_frames == 0:
@@ -394,13 +466,13 @@ class LmdbCollection:
             ]
             table = state.table.extended(p.row for p in prepared)
             _put_records(txn, base, state.table.total_frames, prepared)
-            txn.put(INDEX, table.encode())
+            page_rows = _put_index(txn, state, table)
             collection = state.meta.collection | {"molrec_version": MOLREC_VERSION}
-            raw = meta_encoder(collection, declaration)(table.n, table.total_frames)
+            raw = meta_encoder(collection, declaration, page_rows)(table.n, table.total_frames)
             txn.put(META, raw)  # last (lmdb.md §3)
-            meta = MetaValue(collection, declaration, table.n, table.total_frames)
+            meta = MetaValue(collection, declaration, table.n, table.total_frames, page_rows)
             txn_id = txn.id()
-        return _state(raw, meta, table, state.forcefield, state.caches, txn_id)
+        return _state(raw, meta, table, state.forcefield, state.caches, txn_id, state)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -418,6 +490,18 @@ class LmdbCollection:
             ) from None
         if not isinstance(meta, dict):
             raise InvalidRecord("a record's meta is a JSON object", path=f"{where}.meta")
+        known = state.caches.view(r, state.expect)
+        if known is not None:
+            return RecordParts(meta, *known)
+        system, view = self._parts(txn, state, r, where)
+        if view is not None:
+            state.caches.put_view(r, state.expect, system, view)
+        return RecordParts(meta, system, view)
+
+    def _parts(
+        self, txn: Any, state: _State, r: int, where: str
+    ) -> tuple[Frame | None, RecordView | None]:
+        """Record ``r``'s system and trajectory view, held to the record-level rules."""
         system = state.caches.system(r)
         if system is None:
             raw_system = txn.get(system_key(r))
@@ -429,22 +513,22 @@ class LmdbCollection:
             raise InvalidRecord(
                 "the record has neither system nor trajectory (collection.md §2.5)", path=where
             )
-        view = None
-        if has_trajectory:
-            view = RecordView(
-                r,
-                first,
-                n_frames,
-                state.declaration,
-                system,
-                state.meta.molrec_version,
-                state.expect,
-                state.caches,
-            )
-            if system is not None:
-                check_system_alignment(state.declaration, system.blocks)
-                shared_columns(state.declaration, system, where)
-        return RecordParts(meta, system, view)
+        if not has_trajectory:
+            return system, None
+        view = RecordView(
+            r,
+            first,
+            n_frames,
+            state.declaration,
+            system,
+            state.meta.molrec_version,
+            state.expect,
+            state.caches,
+        )
+        if system is not None:
+            check_system_alignment(state.declaration, system.blocks)
+            shared_columns(state.declaration, system, where)
+        return system, view
 
     def layout(self, txn: Any, view: RecordView, upto: int | None = None) -> Layout:
         """The record's layout covering frames ``0..upto`` (all when ``None``);
@@ -457,13 +541,23 @@ class LmdbCollection:
             caches.put_layout(view.r, layout)
         return layout
 
-    def frame(self, txn: Any, view: RecordView, i: int, names: list[str] | None = None) -> Frame:
-        """Frame ``i`` of the record resolved in ``txn`` (blocks ``names``, all when ``None``).
+    def frame(
+        self,
+        txn: Any,
+        view: RecordView,
+        i: int,
+        names: list[str] | None = None,
+        layout: Layout | None = None,
+    ) -> tuple[Frame, Layout]:
+        """Frame ``i`` of the record resolved in ``txn`` (blocks ``names``, all when
+        ``None``) and the layout it was resolved with (pass it back next time).
 
         Only frames ``0..i`` are read: a rule broken by a later frame is refused
         when a read reaches it.
         """
-        return resolve(txn, view, self.layout(txn, view, i), i, names)
+        if layout is None or layout.known <= i:
+            layout = self.layout(txn, view, i)
+        return resolve(txn, view, layout, i, names), layout
 
     def frames(self, txn: Any, view: RecordView) -> list[Frame]:
         """Every frame of the record, resolved in one pass."""
@@ -493,19 +587,54 @@ def _decode_system(raw: Any, state: _State, where: str) -> Frame:
 _COPY_CHUNK: Final = 64 * 2**20
 
 
-def _copy_sorted(cursor: Any, env: Any) -> None:
-    """Every key but ``meta``, in key order, appended (full leaf pages)."""
+def _write_compacted(source: _env.EnvHandle, txn: Any, path: str) -> None:
+    """The committed collection as ``txn`` sees it, packed into the new file ``path``."""
+    state = _refresh(source, txn)  # the copy is of a readable collection
+    if state.meta.page_rows is None:
+        meta, index = bytes(txn.get(META)), bytes(txn.get(INDEX))
+    else:
+        meta = meta_encoder(state.meta.collection, state.meta.declaration)(
+            state.meta.n_records, state.meta.n_frames
+        )
+        index = state.table.encode()
+    target = _env.acquire(path, create=True)
+    try:
+        _copy_sorted(txn.cursor(), target.env, index)
+        with target.env.begin(write=True) as out:
+            out.put(META, meta)  # last (lmdb.md §3)
+    finally:
+        _env.release(target)
+
+
+def _is_page(key: Any) -> bool:
+    return len(key) == 9 and key[:1] == b"i"
+
+
+def _copy_sorted(cursor: Any, env: Any, index: bytes) -> None:
+    """Every key but ``meta`` and the index, in key order, appended (full leaf
+    pages), with ``index`` put at its place in that order."""
     pending: list[tuple[bytes, bytes]] = []
     size = 0
-    for key, value in cursor:
-        if key == META:
-            continue
-        pending.append((bytes(key), bytes(value)))
+    for key, value in _with_index(cursor, index):
+        pending.append((key, value))
         size += len(key) + len(value)
         if size >= _COPY_CHUNK:
             _append(env, pending)
             pending, size = [], 0
     _append(env, pending)
+
+
+def _with_index(cursor: Any, index: bytes) -> Iterator[tuple[bytes, bytes]]:
+    placed = False
+    for key, value in cursor:
+        if key in (META, INDEX) or _is_page(key):
+            continue
+        if not placed and bytes(key) > INDEX:
+            placed = True
+            yield INDEX, index
+        yield bytes(key), bytes(value)
+    if not placed:
+        yield INDEX, index
 
 
 def _append(env: Any, items: list[tuple[bytes, bytes]]) -> None:
@@ -527,6 +656,29 @@ def _put_records(txn: Any, base: int, first: int, prepared: Sequence[Prepared]) 
     txn.cursor().putmulti(items)
 
 
+def _put_index(txn: Any, state: _State, table: IndexTable) -> int | None:
+    """Store the index of ``table`` as ``state`` left it stored; return the rows per page
+    (``None``: the one ``index`` value).
+
+    The one value while it fits a page; past that, pages, of which a commit
+    rewrites only those its new rows fall in. The switch happens in the commit
+    that passes one page, ``index`` deleted in the same transaction.
+    """
+    page_rows = state.meta.page_rows
+    if page_rows is None and table.n <= PAGE_ROWS:
+        txn.put(INDEX, table.encode())
+        return None
+    first = 0
+    if page_rows is None:
+        page_rows = PAGE_ROWS
+        txn.delete(INDEX)
+    else:
+        first = state.table.n // page_rows
+    for p in range(first, (table.n - 1) // page_rows + 1):
+        txn.put(index_page_key(p), table.encode_page(p, page_rows))
+    return page_rows
+
+
 def _refresh(handle: _env.EnvHandle, txn: Any) -> _State:
     raw = txn.get(META)
     if raw is None:
@@ -544,14 +696,30 @@ def _refresh(handle: _env.EnvHandle, txn: Any) -> _State:
     return new
 
 
+def _table(txn: Any, meta: MetaValue, old: _State | None) -> IndexTable:
+    index = txn.get(INDEX)
+    if meta.page_rows is None:
+        if index is None:
+            raise InvalidRecord("the file has no index key (lmdb.md §4)", path="index")
+        return decode_index(index, meta.n_records, meta.n_frames)
+    if index is not None:
+        raise InvalidRecord(
+            "meta says the index is paged but an index value exists too: which one holds the"
+            " records is ambiguous",
+            path="index",
+        )
+    known = None
+    if old is not None and old.meta.page_rows == meta.page_rows:
+        known = old.table
+    return decode_pages(txn.get, meta.page_rows, meta.n_records, meta.n_frames, known)
+
+
 def _load(raw: bytes, txn: Any, old: _State | None) -> _State:
     meta = decode_meta(raw)
-    index = txn.get(INDEX)
-    if index is None:
-        raise InvalidRecord("the file has no index key (lmdb.md §4)", path="index")
-    table = decode_index(index, meta.n_records, meta.n_frames)
-    if old is not None and _compatible(old, meta):
-        return _state(raw, meta, table, old.forcefield, old.caches, txn.id())
+    compatible = old is not None and _compatible(old, meta)
+    table = _table(txn, meta, old if compatible else None)
+    if old is not None and compatible:
+        return _state(raw, meta, table, old.forcefield, old.caches, txn.id(), old)
     ff_raw = txn.get(FF)
     ff = None if ff_raw is None else _decode_ff(ff_raw, meta.molrec_version)
     return _state(raw, meta, table, ff, _Caches(), txn.id())

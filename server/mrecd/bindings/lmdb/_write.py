@@ -84,12 +84,14 @@ def _frame(value: Any, path: str, *, update: bool) -> Frame:
     )
 
 
-def _trajectory(value: Any, path: str) -> tuple[list[Frame] | None, Declaration | None]:
+def _trajectory(
+    value: Any, path: str, declaration: Any = None
+) -> tuple[list[Frame] | None, Declaration | None]:
     """Frames and the carried declaration of a trajectory given as a list, a
-    ``{"declaration", "frames"}`` mapping, or an object with ``.declaration``."""
+    ``{"declaration", "frames"}`` mapping, or an object with ``.declaration``;
+    ``declaration`` is the one its record states (it wins when given)."""
     if value is None:
         return None, None
-    declaration: Any = None
     frames: Any = value
     if isinstance(value, Mapping):
         unknown = set(value) - {"declaration", "frames"}
@@ -99,7 +101,7 @@ def _trajectory(value: Any, path: str) -> tuple[list[Frame] | None, Declaration 
                 path=path,
             )
         declaration, frames = value.get("declaration"), value.get("frames") or []
-    elif hasattr(value, "declaration"):
+    elif declaration is None and hasattr(value, "declaration"):
         declaration = value.declaration
     if isinstance(frames, (str, bytes)) or not isinstance(frames, Iterable):
         raise InvalidRecord("a trajectory is a sequence of frames", path=path)
@@ -112,9 +114,11 @@ def _trajectory(value: Any, path: str) -> tuple[list[Frame] | None, Declaration 
 def incoming(value: Any, path: str) -> Incoming:
     """Normalize a :class:`~mrecd.Record` or mapping ``{meta, system, trajectory}``."""
     meta: Any
+    stated: Declaration | None = None
     if isinstance(value, Record):
         sections = {name: getattr(value, name) for name in ("frame", "forcefield")}
         meta, system, trajectory = value.meta, value.system, value.trajectory
+        stated = value.declaration
     elif isinstance(value, Mapping):
         sections = {name: value.get(name) for name in _FOREIGN_SECTIONS}
         unknown = set(value) - _RECORD_KEYS - set(_FOREIGN_SECTIONS)
@@ -133,7 +137,7 @@ def incoming(value: Any, path: str) -> Incoming:
             path=path,
         )
     system_frame = None if system is None else _frame(system, f"{path}.system", update=False)
-    frames, declaration = _trajectory(trajectory, f"{path}.trajectory")
+    frames, declaration = _trajectory(trajectory, f"{path}.trajectory", stated)
     if meta is not None and not isinstance(meta, Mapping):
         raise InvalidRecord("a record's meta is a JSON object", path=f"{path}.meta")
     record = Record(meta, system=system_frame, trajectory=frames)
@@ -218,7 +222,12 @@ def _dumped(specs: Mapping[str, Any]) -> dict[str, Any]:
     return {name: spec.model_dump() for name, spec in specs.items()}
 
 
-def _check_carried(carried: Declaration, declaration: Declaration, path: str) -> None:
+def _check_carried(
+    carried: Declaration, declaration: Declaration, frames: Sequence[Frame], path: str
+) -> None:
+    """Refuse a record whose own declaration is not the collection's (collection.md §2.2):
+    per-step meta equal exactly, every declared block declared identically, and no
+    frame presenting a block its own declaration leaves out."""
     mine, theirs = _dumped(carried.meta), _dumped(declaration.meta)
     if mine != theirs:
         raise InvalidRecord(
@@ -238,6 +247,14 @@ def _check_carried(carried: Declaration, declaration: Declaration, path: str) ->
                 f"the record declares block {name!r} as {spec.model_dump()}, the collection as"
                 f" {declaration.blocks[name].model_dump()} (collection.md §2.2)",
                 path=f"{path}.declaration.blocks.{name}",
+            )
+    for k, frame in enumerate(frames):
+        extra = [name for name in frame.blocks if name not in carried.blocks]
+        if extra:
+            raise InvalidRecord(
+                f"the frame presents blocks {extra}, which the record's own declaration does"
+                f" not declare; it declares {sorted(carried.blocks)} (trajectory.md §8)",
+                path=f"{path}[{k}]/{extra[0]}",
             )
 
 
@@ -277,7 +294,7 @@ def _encode_trajectory(
 ) -> tuple[list[bytes], int | None]:
     system = item.system
     if item.declaration is not None:
-        _check_carried(item.declaration, declaration, f"{path}.trajectory")
+        _check_carried(item.declaration, declaration, item.frames or (), f"{path}.trajectory")
     if system is not None:
         shared_columns(declaration, system, path)
     blocks = None if system is None else system.blocks

@@ -1,0 +1,256 @@
+"""Update plans: what reading one trajectory update needs once it has been checked.
+
+A plan is built from an update's frame bytes (lmdb.md §6) in one pass that
+holds every block to the collection's declaration: block declared, no
+structural shape, targets or attributes (those take the general decoder),
+exactly the declared columns, each with the declared dtype, the shape
+``[count, *trailing]``, an 8-aligned buffer inside the value, a mask only
+where declared nullable, bool and mask bytes 0 or 1. Anything else makes
+:func:`plan` return ``None`` and the caller takes the general decoder, which
+refuses with the rule's message or accepts. The fast path so accepts a
+subset of what the general path accepts, never more.
+
+Records never change once committed, so a plan stays valid for the life of
+the file: reading an update again is ``txn.get`` plus ``np.frombuffer`` at
+the planned offsets, with no header parse and no re-validation.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import numpy as np
+
+from ...model import Block, Column, numpy_dtype
+
+__all__ = [
+    "ColumnPlan",
+    "Expect",
+    "Template",
+    "UpdatePlan",
+    "expectations",
+    "materialize",
+    "plan",
+]
+
+_PREFIX = struct.Struct("<4sI")
+_UPDATE_KEYS: Final = frozenset({"blocks", "meta", "meta_types", "step", "time", "box"})
+_BLOCK_KEYS: Final = frozenset({"count", "structural_shape", "columns"})
+_COLUMN_KEYS: Final = frozenset({"dtype", "shape", "offset", "validity"})
+
+#: One declared column as the fast path checks it: dtype, trailing, nullable,
+#: numpy dtype (``None`` for strings, which take the general decoder).
+Expect = tuple[str, tuple[int, ...], bool, Any]
+#: One planned column: name, dtype, numpy dtype, items, shape (``None`` when
+#: one-dimensional), value offset and mask offset (``None``: no mask), both
+#: from the start of the payload.
+ColumnPlan = tuple[str, str, Any, int, tuple[int, ...] | None, int, int | None]
+Blocks = dict[str, tuple[int, tuple[ColumnPlan, ...]]]
+
+
+@dataclass(frozen=True, slots=True)
+class UpdatePlan:
+    """A checked update: its size in bytes, where its payload starts and, per
+    block, its row count and columns."""
+
+    size: int
+    start: int
+    blocks: Blocks
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """The checked form of one ``blocks`` header text: what an update with that
+    text needs of its payload to be accepted without checking again."""
+
+    blocks: Blocks
+    need: int  #: payload bytes the buffers reach
+    byte_checks: tuple[tuple[int, int], ...]  #: (offset, items) of bool and mask bytes
+
+
+def expectations(
+    columns: Mapping[str, Mapping[str, tuple[str, tuple[int, ...], bool]]],
+) -> dict[str, dict[str, Expect]]:
+    """The declared columns with the numpy dtype each buffer is viewed as."""
+    return {
+        block: {
+            name: (dtype, trailing, nullable, None if dtype == "string" else numpy_dtype(dtype))
+            for name, (dtype, trailing, nullable) in specs.items()
+        }
+        for block, specs in columns.items()
+    }
+
+
+def _no_constant(token: str) -> Any:
+    raise ValueError(f"bare {token} is not JSON")
+
+
+_JSON: Final = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def _offset(value: Any, nbytes: int, size: int) -> int | None:
+    if type(value) is not int or value < 0 or value & 7 or value + nbytes > size:
+        return None
+    return value
+
+
+def _bytes_ok(payload: memoryview, checks: tuple[tuple[int, int], ...]) -> bool:
+    """Bool and mask buffers hold only the bytes 0 and 1 (lmdb.md §6.2)."""
+    return all(
+        not items or np.frombuffer(payload, np.uint8, items, at).max() <= 1 for at, items in checks
+    )
+
+
+def _column(entry: Any, name: str, want: Expect, count: int, size: int) -> ColumnPlan | None:
+    dtype, trailing, nullable, np_dtype = want
+    if np_dtype is None or type(entry) is not dict or not entry.keys() <= _COLUMN_KEYS:
+        return None
+    shape = entry.get("shape")
+    if entry.get("dtype") != dtype or type(shape) is not list or len(shape) != 1 + len(trailing):
+        return None
+    if any(type(n) is not int for n in shape) or shape[0] != count or tuple(shape[1:]) != trailing:
+        return None
+    items = count
+    for n in trailing:
+        items *= n
+    at = _offset(entry.get("offset"), items * np_dtype.itemsize, size)
+    if at is None:
+        return None
+    mask_at = None
+    if "validity" in entry:
+        mask_at = _offset(entry["validity"], count, size)
+        if not nullable or mask_at is None:
+            return None
+    return name, dtype, np_dtype, items, tuple(shape) if trailing else None, at, mask_at
+
+
+def _block(
+    entry: Any, expected: dict[str, Expect], size: int
+) -> tuple[int, tuple[ColumnPlan, ...]] | None:
+    if type(entry) is not dict or not entry.keys() <= _BLOCK_KEYS:
+        return None
+    count = entry.get("count")
+    columns = entry.get("columns")
+    if entry.get("structural_shape") is not None or type(count) is not int or count < 0:
+        return None
+    if type(columns) is not dict or columns.keys() != expected.keys():
+        return None
+    planned = []
+    for name, want in expected.items():
+        column = _column(columns[name], name, want, count, size)
+        if column is None:
+            return None
+        planned.append(column)
+    return count, tuple(planned)
+
+
+def _template(
+    blocks: dict[str, Any], expected: dict[str, dict[str, Expect]], size: int
+) -> Template | None:
+    """Check a header's ``blocks`` against a payload of ``size`` bytes."""
+    planned = {}
+    for name, entry in blocks.items():
+        want = expected.get(name)
+        block = None if want is None else _block(entry, want, size)
+        if block is None:
+            return None
+        planned[name] = block
+    need = 0
+    checks = []
+    for count, columns in planned.values():
+        for _, dtype, np_dtype, items, _, at, mask_at in columns:
+            need = max(need, at + items * np_dtype.itemsize)
+            if dtype == "bool":
+                checks.append((at, items))
+            if mask_at is not None:
+                need = max(need, mask_at + count)
+                checks.append((mask_at, count))
+    return Template(planned, need, tuple(checks))
+
+
+def _split_header(text: str) -> tuple[dict[str, Any], str | None]:
+    """The parsed header and its ``blocks`` text (``None`` when ``blocks`` is not
+    the first key of a compact header: then the text is parsed whole).
+
+    Two headers with the same ``blocks`` text hold the same blocks, so one
+    check serves both (what depends on the payload is checked per value).
+    ``{"blocks":B,R}`` parses as ``B`` and ``{R}`` as long as ``R`` holds no
+    ``blocks`` key of its own (JSON's last-one-wins would pick that one).
+    """
+    if text.startswith('{"blocks":'):
+        try:
+            blocks, stop = _JSON.raw_decode(text, 10)
+            tail = text[stop:]
+            rest = {} if tail == "}" else _JSON.decode("{" + tail[1:]) if tail[:1] == "," else None
+        except (ValueError, RecursionError):
+            rest = None
+        if type(rest) is dict and "blocks" not in rest:
+            rest["blocks"] = blocks
+            return rest, text[10:stop]
+    return _JSON.decode(text), None
+
+
+def plan(
+    buf: bytes, expected: dict[str, dict[str, Expect]], templates: dict[str, Template]
+) -> tuple[dict[str, Any], UpdatePlan] | None:
+    """``(header, plan)`` of a trajectory update held to ``expected``, or ``None``
+    when anything is outside the fast path (the general decoder decides).
+
+    ``templates`` holds checked ``blocks`` texts (bounded by the caller's
+    choice of dict; entries are only added).
+    """
+    size = len(buf)
+    if size < 8:
+        return None
+    magic, length = _PREFIX.unpack_from(buf)
+    end = 8 + length
+    start = end + (-end & 7)
+    if magic != b"MRF1" or start > size:
+        return None
+    try:
+        header, key = _split_header(buf[8:end].decode())
+    except (ValueError, RecursionError):
+        return None
+    if type(header) is not dict or not header.keys() <= _UPDATE_KEYS:
+        return None
+    blocks = header.get("blocks")
+    if type(blocks) is not dict:
+        return None
+    room = size - start
+    template = None if key is None else templates.get(key)
+    if template is None or template.need > room:
+        template = _template(blocks, expected, room)
+        if template is None:
+            return None
+        if key is not None and len(templates) < _MAX_TEMPLATES:
+            templates[key] = template
+    if template.byte_checks and not _bytes_ok(memoryview(buf)[start:], template.byte_checks):
+        return None
+    return header, UpdatePlan(size, start, template.blocks)
+
+
+#: Distinct ``blocks`` texts kept per declaration (one per row count and layout).
+_MAX_TEMPLATES: Final = 4096
+
+
+def materialize(plan: UpdatePlan, buf: bytes, names: Iterable[str]) -> dict[str, Block]:
+    """Blocks ``names`` of the update ``plan`` describes, viewing ``buf`` (read-only)."""
+    out = {}
+    start = plan.start
+    for name in names:
+        count, columns = plan.blocks[name]
+        decoded = {}
+        for column, dtype, np_dtype, items, shape, at, mask_at in columns:
+            values = np.frombuffer(buf, np_dtype, items, start + at)
+            if shape is not None:
+                values = values.reshape(shape)
+            mask = None
+            if mask_at is not None:
+                mask = np.frombuffer(buf, np.bool_, count, start + mask_at)
+            decoded[column] = Column._trusted(values, dtype, mask)
+        out[name] = Block._trusted(decoded, count)
+    return out
