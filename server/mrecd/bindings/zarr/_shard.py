@@ -27,7 +27,8 @@ from typing import Any, Final
 import google_crc32c
 import numpy as np
 import numpy.typing as npt
-from numcodecs import VLenUTF8, Zstd
+from numcodecs import VLenUTF8
+from numcodecs import zstd as _zstd
 
 from ...errors import InvalidRecord
 from ...model import DTYPE_OF_ZARR, STRING_DTYPE, ZARR_DATA_TYPE, numpy_dtype
@@ -99,15 +100,10 @@ class ChunkCodec:
             if cname == "numcodecs.shuffle":
                 self._steps.append(("shuffle", int(conf.get("elementsize", 8))))
             elif cname == "zstd":
-                self._steps.append(
-                    (
-                        "zstd",
-                        Zstd(
-                            level=int(conf.get("level", 0)),
-                            checksum=bool(conf.get("checksum", False)),
-                        ),
-                    )
-                )
+                # numcodecs' module functions: what its Zstd codec calls, minus the
+                # per-call buffer normalization our own contiguous buffers do not need
+                level, checksum = int(conf.get("level", 0)), bool(conf.get("checksum", False))
+                self._steps.append(("zstd", (level, checksum)))
             elif cname == "gzip":
                 self._steps.append(("gzip", int(conf.get("level", 5))))
             elif cname == "crc32c":
@@ -116,7 +112,7 @@ class ChunkCodec:
                 raise UnsupportedPipeline(f"bytes->bytes codec {cname!r}")
         if self.dtype != "string":  # the dtypes every encode and decode uses, resolved once
             self._np_dtype = numpy_dtype(self.dtype)
-            self._stored_dtype = self._np_dtype.newbyteorder(self._endian)
+            self._stored_dtype = self._np_dtype.newbyteorder("<" if self._endian == "<" else ">")
             self._nbytes = int(np.prod(self.shape)) * self._np_dtype.itemsize
 
     def fill(self) -> npt.NDArray[Any]:
@@ -140,9 +136,9 @@ class ChunkCodec:
             if kind == "shuffle":
                 data = _shuffle(data, arg)
             elif kind == "zstd":
-                data = arg.encode(data)
+                data = _zstd.compress(data, *arg)
             elif kind == "gzip":
-                data = gzip.compress(data, compresslevel=arg, mtime=0)
+                data = gzip.compress(bytes(data), compresslevel=arg, mtime=0)
             else:
                 data = bytes(data) + _crc(data)
         return data if type(data) is bytes else bytes(data)
@@ -157,7 +153,7 @@ class ChunkCodec:
                     raise InvalidRecord("chunk checksum (crc32c) does not match", path=where)
                 buf = view[:-4]
             elif kind == "zstd":
-                buf = arg.decode(buf)
+                buf = _zstd.decompress(buf)
             elif kind == "gzip":
                 buf = zlib.decompress(buf, wbits=47)
             else:
@@ -314,10 +310,18 @@ class _ShardFile:
             self.end = layout.index_bytes
         self.dirty = False
 
-    def put(self, chunk: int, data: bytes) -> None:
-        self.file.pwrite(self.end, data)
-        self.index[chunk] = (self.end, len(data))
-        self.end += len(data)
+    def put_many(self, chunks: Sequence[tuple[int, bytes]]) -> None:
+        """Write ``chunks`` back to back at the tail in one positional write, then index them."""
+        if not chunks:
+            return
+        start = self.end
+        self.file.pwrite(
+            start, chunks[0][1] if len(chunks) == 1 else b"".join(d for _, d in chunks)
+        )
+        for chunk, data in chunks:
+            self.index[chunk] = (start, len(data))
+            start += len(data)
+        self.end = start
         self.dirty = True
 
     def drop_from(self, chunk: int) -> None:
@@ -454,12 +458,12 @@ class ArrayAppender:
 
     def _put(self, encoded: Sequence[tuple[int, bytes]], metadata: dict[str, Any]) -> None:
         per_shard = self.layout.chunks_per_shard
-        touched = set()
-        for chunk, data in encoded:
-            shard = self._shard(chunk // per_shard)
-            shard.put(chunk % per_shard, data)
-            touched.add(shard)
-        for shard in touched:
+        by_shard: dict[int, list[tuple[int, bytes]]] = {}
+        for chunk, data in encoded:  # one tail write per shard, chunks in commit order
+            by_shard.setdefault(chunk // per_shard, []).append((chunk % per_shard, data))
+        for index, chunks in by_shard.items():
+            shard = self._shard(index)
+            shard.put_many(chunks)
             shard.write_index()
             self._touched.add(shard)
         write_json_atomic(self.path / "zarr.json", metadata)
