@@ -27,7 +27,8 @@ from typing import Any, Final
 import google_crc32c
 import numpy as np
 import numpy.typing as npt
-from numcodecs import VLenUTF8, Zstd
+from numcodecs import VLenUTF8
+from numcodecs import zstd as _zstd
 
 from ...errors import InvalidRecord
 from ...model import DTYPE_OF_ZARR, STRING_DTYPE, ZARR_DATA_TYPE, numpy_dtype
@@ -51,7 +52,9 @@ def chunk_key(index: int, ndim: int) -> str:
 
 
 def _crc(data: Any) -> bytes:
-    return int(google_crc32c.value(bytes(data))).to_bytes(4, "little")
+    """The crc32c of a bytes-like ``data``, four bytes little-endian (``bytes`` are not copied)."""
+    raw = data if type(data) is bytes else bytes(data)
+    return int(google_crc32c.value(raw)).to_bytes(4, "little")
 
 
 # -- the inner codec pipeline ------------------------------------------------------------------
@@ -74,6 +77,9 @@ class ChunkCodec:
     codecs: list[dict[str, Any]]
     _steps: list[tuple[str, Any]] = field(init=False, repr=False)
     _endian: str = field(init=False, repr=False)
+    _np_dtype: np.dtype[Any] = field(init=False, repr=False)
+    _stored_dtype: np.dtype[Any] = field(init=False, repr=False)
+    _nbytes: int = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.codecs:
@@ -94,21 +100,20 @@ class ChunkCodec:
             if cname == "numcodecs.shuffle":
                 self._steps.append(("shuffle", int(conf.get("elementsize", 8))))
             elif cname == "zstd":
-                self._steps.append(
-                    (
-                        "zstd",
-                        Zstd(
-                            level=int(conf.get("level", 0)),
-                            checksum=bool(conf.get("checksum", False)),
-                        ),
-                    )
-                )
+                # numcodecs' module functions: what its Zstd codec calls, minus the
+                # per-call buffer normalization our own contiguous buffers do not need
+                level, checksum = int(conf.get("level", 0)), bool(conf.get("checksum", False))
+                self._steps.append(("zstd", (level, checksum)))
             elif cname == "gzip":
                 self._steps.append(("gzip", int(conf.get("level", 5))))
             elif cname == "crc32c":
                 self._steps.append(("crc32c", None))
             else:
                 raise UnsupportedPipeline(f"bytes->bytes codec {cname!r}")
+        if self.dtype != "string":  # the dtypes every encode and decode uses, resolved once
+            self._np_dtype = numpy_dtype(self.dtype)
+            self._stored_dtype = self._np_dtype.newbyteorder("<" if self._endian == "<" else ">")
+            self._nbytes = int(np.prod(self.shape)) * self._np_dtype.itemsize
 
     def fill(self) -> npt.NDArray[Any]:
         """A chunk of the fill value (zeros, ``False``, empty strings)."""
@@ -117,50 +122,73 @@ class ChunkCodec:
         return np.zeros(self.shape, dtype=numpy_dtype(self.dtype))
 
     def encode(self, chunk: npt.NDArray[Any]) -> bytes:
-        """Bytes of one full-shape chunk."""
+        """Bytes of one full-shape chunk.
+
+        Each step hands its output buffer to the next without an intermediate
+        ``bytes`` copy; zstd and crc32c release the GIL, so chunks of one
+        commit encode in parallel threads.
+        """
         if self.dtype == "string":
             data: Any = _VLEN.encode(np.asarray(chunk, dtype=object).ravel())
         else:
-            data = np.ascontiguousarray(chunk, dtype=numpy_dtype(self.dtype)).view(np.uint8).ravel()
+            data = np.ascontiguousarray(chunk, dtype=self._np_dtype).view(np.uint8).ravel()
         for kind, arg in self._steps:
             if kind == "shuffle":
-                raw = np.frombuffer(data, dtype=np.uint8)
-                whole = len(raw) - len(raw) % arg
-                data = raw[:whole].reshape(-1, arg).T.tobytes() + raw[whole:].tobytes()
+                data = _shuffle(data, arg)
             elif kind == "zstd":
-                data = arg.encode(data)
+                data = _zstd.compress(data, *arg)
             elif kind == "gzip":
                 data = gzip.compress(bytes(data), compresslevel=arg, mtime=0)
             else:
                 data = bytes(data) + _crc(data)
-        return bytes(data)
+        return data if type(data) is bytes else bytes(data)
 
     def decode(self, data: bytes | memoryview, *, where: str = "") -> npt.NDArray[Any]:
         """The full-shape chunk encoded in ``data``; refuses a checksum mismatch."""
         buf: Any = data
         for kind, arg in reversed(self._steps):
             if kind == "crc32c":
-                raw = bytes(buf)
-                if len(raw) < 4 or _crc(raw[:-4]) != raw[-4:]:
+                view = memoryview(buf).cast("B")
+                if len(view) < 4 or _crc(view[:-4]) != view[-4:]:
                     raise InvalidRecord("chunk checksum (crc32c) does not match", path=where)
-                buf = raw[:-4]
+                buf = view[:-4]
             elif kind == "zstd":
-                buf = arg.decode(buf)
+                buf = _zstd.decompress(buf)
             elif kind == "gzip":
-                buf = zlib.decompress(bytes(buf), wbits=47)
+                buf = zlib.decompress(buf, wbits=47)
             else:
-                shuffled = np.frombuffer(buf, dtype=np.uint8)
-                whole = len(shuffled) - len(shuffled) % arg
-                buf = shuffled[:whole].reshape(arg, -1).T.tobytes() + shuffled[whole:].tobytes()
+                buf = _unshuffle(buf, arg)
         if self.dtype == "string":
             items = _VLEN.decode(bytes(buf))
             return np.asarray(items, dtype=STRING_DTYPE).reshape(self.shape)
-        np_dtype = numpy_dtype(self.dtype).newbyteorder("<" if self._endian == "<" else ">")
-        expected = int(np.prod(self.shape)) * np_dtype.itemsize
-        if len(buf) != expected:
-            raise InvalidRecord(f"chunk holds {len(buf)} bytes, expected {expected}", path=where)
-        array = np.frombuffer(buf, dtype=np_dtype).reshape(self.shape)
-        return array if self._endian == "<" else array.astype(numpy_dtype(self.dtype))
+        if len(buf) != self._nbytes:
+            raise InvalidRecord(
+                f"chunk holds {len(buf)} bytes, expected {self._nbytes}", path=where
+            )
+        array = np.frombuffer(buf, dtype=self._stored_dtype).reshape(self.shape)
+        return array if self._endian == "<" else array.astype(self._np_dtype)
+
+
+def _shuffle(data: Any, size: int) -> Any:
+    """Byte shuffle (``numcodecs.shuffle``): byte k of every element, for k in order."""
+    raw = np.frombuffer(data, dtype=np.uint8)
+    whole = len(raw) - len(raw) % size
+    if whole == len(raw):  # the common case: one transposing copy, no concatenation
+        out = np.empty((size, whole // size), dtype=np.uint8)
+        out.T[...] = raw.reshape(-1, size)
+        return out.reshape(-1)
+    return raw[:whole].reshape(-1, size).T.tobytes() + raw[whole:].tobytes()
+
+
+def _unshuffle(data: Any, size: int) -> Any:
+    """The inverse of :func:`_shuffle`."""
+    shuffled = np.frombuffer(data, dtype=np.uint8)
+    whole = len(shuffled) - len(shuffled) % size
+    if whole == len(shuffled):
+        out = np.empty((whole // size, size), dtype=np.uint8)
+        out.T[...] = shuffled.reshape(size, -1)
+        return out.reshape(-1)
+    return shuffled[:whole].reshape(size, -1).T.tobytes() + shuffled[whole:].tobytes()
 
 
 # -- layout of an array we write ---------------------------------------------------------------
@@ -282,10 +310,18 @@ class _ShardFile:
             self.end = layout.index_bytes
         self.dirty = False
 
-    def put(self, chunk: int, data: bytes) -> None:
-        self.file.pwrite(self.end, data)
-        self.index[chunk] = (self.end, len(data))
-        self.end += len(data)
+    def put_many(self, chunks: Sequence[tuple[int, bytes]]) -> None:
+        """Write ``chunks`` back to back at the tail in one positional write, then index them."""
+        if not chunks:
+            return
+        start = self.end
+        self.file.pwrite(
+            start, chunks[0][1] if len(chunks) == 1 else b"".join(d for _, d in chunks)
+        )
+        for chunk, data in chunks:
+            self.index[chunk] = (start, len(data))
+            start += len(data)
+        self.end = start
         self.dirty = True
 
     def drop_from(self, chunk: int) -> None:
@@ -422,12 +458,12 @@ class ArrayAppender:
 
     def _put(self, encoded: Sequence[tuple[int, bytes]], metadata: dict[str, Any]) -> None:
         per_shard = self.layout.chunks_per_shard
-        touched = set()
-        for chunk, data in encoded:
-            shard = self._shard(chunk // per_shard)
-            shard.put(chunk % per_shard, data)
-            touched.add(shard)
-        for shard in touched:
+        by_shard: dict[int, list[tuple[int, bytes]]] = {}
+        for chunk, data in encoded:  # one tail write per shard, chunks in commit order
+            by_shard.setdefault(chunk // per_shard, []).append((chunk % per_shard, data))
+        for index, chunks in by_shard.items():
+            shard = self._shard(index)
+            shard.put_many(chunks)
             shard.write_index()
             self._touched.add(shard)
         write_json_atomic(self.path / "zarr.json", metadata)
