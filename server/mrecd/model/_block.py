@@ -181,13 +181,13 @@ class Block(Mapping[str, Column]):
         self._targets = check_targets(targets, layout, path=path) if targets else None
         if attributes is not None and not isinstance(attributes, Mapping):
             raise InvalidRecord("block attributes is a mapping {name: JSON value}", path=path)
-        attrs = finite_json(dict(attributes or {}), path=path)
-        clash = BLOCK_KEYS & set(attrs)
+        attrs: dict[str, Any] = finite_json(dict(attributes), path=path) if attributes else {}
+        clash = BLOCK_KEYS & attrs.keys()
         if clash:
             raise InvalidRecord(
                 f"block attributes may not use the reserved names {sorted(clash)}", path=path
             )
-        self._attributes: dict[str, Any] = attrs
+        self._attributes = attrs
 
     @classmethod
     def _trusted(

@@ -451,12 +451,13 @@ class Declaration(_Spec):
                 " (trajectory.md §8)",
                 path=where,
             )
-        extra = set(block) - set(spec.columns)
+        presented = block._columns.keys()  # key views: no per-frame sets of the Mapping
+        extra = presented - spec.columns.keys()
         if extra:
             raise InvalidRecord(
                 f"columns {sorted(extra)} are not declared for block {name!r}", path=where
             )
-        missing = set(spec.columns) - set(block)
+        missing = spec.columns.keys() - presented
         if missing:
             raise InvalidRecord(
                 f"a presented block carries every declared column; {name!r} lacks {sorted(missing)}"
