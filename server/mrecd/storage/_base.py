@@ -145,6 +145,10 @@ class RangeReader(ABC):
     def pread(self, offset: int, size: int) -> bytes:
         """Up to ``size`` bytes at ``offset`` (fewer at the end). Thread-safe."""
 
+    def clip(self, offset: int, size: int) -> int:
+        """How many of ``size`` bytes at ``offset`` lie inside the object (never negative)."""
+        return max(0, min(size, self.size - offset))
+
     def close(self) -> None:  # noqa: B027 - optional: most readers hold nothing
         """Release what the reader holds."""
 
@@ -403,7 +407,7 @@ class _GetRangeReader(RangeReader):
         self.size = size
 
     def pread(self, offset: int, size: int) -> bytes:
-        size = max(0, min(size, self.size - offset))
+        size = self.clip(offset, size)
         if not size:
             return b""
         data = self._store.get(self._key, ByteRange(offset, offset + size))

@@ -344,7 +344,7 @@ class FileRangeReader(RangeReader):
         self._owns = owns
 
     def pread(self, offset: int, size: int) -> bytes:
-        size = max(0, min(size, self.size - offset))
+        size = self.clip(offset, size)
         return os.pread(self._fd, size, self._start + offset) if size else b""
 
     def close(self) -> None:

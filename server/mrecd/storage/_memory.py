@@ -196,7 +196,7 @@ class _MemoryReader(RangeReader):
         self.size = size
 
     def pread(self, offset: int, size: int) -> bytes:
-        size = max(0, min(size, self.size - offset))
+        size = self.clip(offset, size)
         with self._o.lock:
             data = self._o.data.get(self._key, bytearray())
             return bytes(data[offset : offset + size])

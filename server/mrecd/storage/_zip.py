@@ -67,7 +67,7 @@ class _MemberReader(RangeReader):
         self.size = size
 
     def pread(self, offset: int, size: int) -> bytes:
-        size = max(0, min(size, self.size - offset))
+        size = self.clip(offset, size)
         return self._source.pread(self._start + offset, size) if size else b""
 
 
