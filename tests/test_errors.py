@@ -11,7 +11,7 @@ import pytest
 
 import mrecd
 from mrecd import errors
-from mrecd.errors import MrecdError, PreconditionFailed
+from mrecd.errors import MrecdError, PreconditionFailed, ProducerFenced, SequenceGap
 
 #: one row of the tree drawing: prefix, class, optional builtin, status, slug, title
 _ROW = re.compile(
@@ -46,6 +46,10 @@ def _mrecd_classes() -> list[type[MrecdError]]:
 def _example(cls: type[MrecdError]) -> MrecdError:
     if issubclass(cls, PreconditionFailed):
         return cls("nstep 4 expected, 7 committed", path="runs/r1/trajectory", nstep=7)
+    if issubclass(cls, ProducerFenced):
+        return cls("epoch 1 is fenced by epoch 2", path="Producer-Epoch", epoch=2)
+    if issubclass(cls, SequenceGap):
+        return cls("sequence 9 skips 5", path="Producer-Seq", expected=5)
     return cls(f"a {cls.__name__} happened", path="frame/atoms/x")
 
 

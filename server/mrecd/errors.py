@@ -17,6 +17,8 @@ a caller would catch (in parentheses)::
     │   └── RecordOutOfRange (IndexError)       404  out-of-range         Ordinal out of range
     ├── AlreadyExists (FileExistsError)         409  already-exists       Already exists
     ├── PreconditionFailed                      412  precondition-failed  Precondition failed
+    ├── ProducerFenced                          409  producer-fenced      Producer fenced
+    ├── SequenceGap                             409  sequence-gap         Sequence gap
     ├── ReadOnlyError (PermissionError)         405  read-only            Read-only
     ├── PermissionDenied (PermissionError)      403  permission-denied    Permission denied
     └── RetryableError                          503  unavailable          Service unavailable
@@ -34,6 +36,8 @@ When each is raised:
 - ``RecordOutOfRange``: a record (or frame) ordinal outside ``0 <= i < len``.
 - ``AlreadyExists``: creation of a name that exists.
 - ``PreconditionFailed``: a conditional write on a stale state (``nstep``, ETag).
+- ``ProducerFenced``: an idempotent producer's epoch is older than the one the trajectory holds.
+- ``SequenceGap``: an idempotent producer skipped a sequence number (a batch is missing).
 - ``ReadOnlyError``: a write to a packed or read-only store.
 - ``PermissionDenied``: the object store refused the credentials.
 - ``RetryableError``: transient (transport, 429, 503); the request may be sent again.
@@ -60,9 +64,11 @@ __all__ = [
     "NotFound",
     "PermissionDenied",
     "PreconditionFailed",
+    "ProducerFenced",
     "ReadOnlyError",
     "RecordOutOfRange",
     "RetryableError",
+    "SequenceGap",
     "StepOrderError",
     "StoreUnavailable",
     "UnsupportedVersion",
@@ -340,6 +346,71 @@ class PreconditionFailed(MrecdError):
     ) -> MrecdError:
         nstep = _member(extensions, "nstep", int)
         return cls(message, path=path, nstep=nstep)
+
+
+class ProducerFenced(MrecdError):
+    """An idempotent producer's epoch is older than the trajectory's for that producer id.
+
+    A restarted job claims its producer id with a higher epoch; from then on
+    the old epoch is fenced, so a zombie of the old job can land nothing.
+
+    Parameters
+    ----------
+    message, path
+        As for :class:`MrecdError`.
+    epoch
+        The epoch the trajectory holds for the producer, when known.
+    """
+
+    status = 409
+    slug = "producer-fenced"
+    title = "Producer fenced"
+
+    def __init__(self, message: str, *, path: str | None = None, epoch: int | None = None) -> None:
+        super().__init__(message, path=path)
+        self.epoch = epoch
+
+    def extensions(self) -> dict[str, Any]:
+        """``{"epoch": epoch}``: the producer's current epoch (``None`` when unknown)."""
+        return {"epoch": self.epoch}
+
+    @classmethod
+    def _from_members(
+        cls, message: str, path: str | None, extensions: Mapping[str, Any]
+    ) -> MrecdError:
+        return cls(message, path=path, epoch=_member(extensions, "epoch", int))
+
+
+class SequenceGap(MrecdError):
+    """An idempotent producer's sequence number skips one not yet committed.
+
+    Parameters
+    ----------
+    message, path
+        As for :class:`MrecdError`.
+    expected
+        The sequence number the trajectory expects next from the producer, when known.
+    """
+
+    status = 409
+    slug = "sequence-gap"
+    title = "Sequence gap"
+
+    def __init__(
+        self, message: str, *, path: str | None = None, expected: int | None = None
+    ) -> None:
+        super().__init__(message, path=path)
+        self.expected = expected
+
+    def extensions(self) -> dict[str, Any]:
+        """``{"expected": expected}``: the next sequence number the trajectory accepts."""
+        return {"expected": self.expected}
+
+    @classmethod
+    def _from_members(
+        cls, message: str, path: str | None, extensions: Mapping[str, Any]
+    ) -> MrecdError:
+        return cls(message, path=path, expected=_member(extensions, "expected", int))
 
 
 class ReadOnlyError(MrecdError, PermissionError):
