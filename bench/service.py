@@ -37,6 +37,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,7 @@ def walk(n: int, seed: int = 0) -> Iterator[np.ndarray]:
 
 
 def frame_of(pos: np.ndarray, step: int) -> mrecd.Frame:
+    """A trajectory frame of positions ``[3, N_ATOMS]`` at ``step``."""
     return mrecd.Frame({"atoms": {"x": pos[0], "y": pos[1], "z": pos[2]}}, step=step)
 
 
@@ -130,6 +132,7 @@ def build_trajectories(store: Path, arrays: Path | None) -> None:
 
 
 def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -155,6 +158,7 @@ def spawn(args: list[str], port: int, ready: str, log: Path) -> Iterator[subproc
 
 
 def wait_ready(proc: subprocess.Popen[bytes], url: str, log: Path) -> None:
+    """Return once ``url`` answers 200; raise with the log's last line if ``proc`` dies first."""
     deadline = time.monotonic() + READY_SECONDS
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -255,8 +259,12 @@ def local_frames(store: Path, picks: dict[int, np.ndarray]) -> dict[tuple[int, i
 
 
 def warm_up(client: httpx.Client, url: str, served: dict[tuple[int, int], bytes]) -> None:
-    """Read 200 random frames of each trajectory (not the picks: shard indexes, page cache), and
-    check that mrecd serves the baseline's bytes for a few picks."""
+    """Warm the server on 200 random frames per trajectory, then check a few picks' bytes.
+
+    The warm-up frames are not the picks: shard indexes and the page cache
+    warm, the measured frames are still read from the store. mrecd must serve
+    the bytes the baseline holds.
+    """
     rng = np.random.default_rng(7)
     for n in SIZES:
         for i in rng.integers(0, n, 200):
@@ -284,6 +292,7 @@ def check_tiled_coordinates(client: httpx.Client, tiled_url: str, served: dict[A
 
 
 def get_rows(times: dict[tuple[str, int], list[float]], targets: list[Target]) -> list[list[str]]:
+    """Median and p99 per server and size over the baseline's median; then flatness in nstep."""
     rows = []
     for n in SIZES:
         base = statistics.median(times["baseline", n])
@@ -309,6 +318,7 @@ def get_rows(times: dict[tuple[str, int], list[float]], targets: list[Target]) -
 
 
 def create_run(client: httpx.Client, url: str, name: str) -> None:
+    """``PUT`` record ``name`` with the 3000-atom declaration (x/y/z at p = 1e-3)."""
     r = client.put(f"{url}/v1/records/{name}", json={"declaration": DECLARATION})
     r.raise_for_status()
 
@@ -447,65 +457,73 @@ def post_tables(
 # --- events -----------------------------------------------------------------------------------
 
 
-def event_latencies(url: str, positions: list[np.ndarray]) -> list[float]:
-    """Seconds from each POST's response to the arrival of the commit event announcing it."""
-    name = "events"
-    arrivals: dict[int, float] = {}
-    arrived = threading.Condition()
-    connected = threading.Event()
-    last = len(positions)
-    with httpx.Client(timeout=60) as client:
-        create_run(client, url, name)
-        client.post(  # the trajectory exists before the stream opens
-            f"{url}/v1/records/{name}/trajectory/frames",
-            content=wire(frame_of(positions[0], 0)),
-            headers={"Content-Type": FRAME},
-        ).raise_for_status()
+class EventLog:
+    """Arrival times of a trajectory's SSE ``commit`` events, by ``id`` (the nstep announced)."""
 
-        def listen() -> None:
-            with (
-                httpx.Client(timeout=httpx.Timeout(60, read=10)) as sse,
-                sse.stream(
-                    "GET",
-                    f"{url}/v1/records/{name}/trajectory/events",
-                    headers={"Accept": "text/event-stream"},
-                ) as r,
-            ):
-                connected.set()
-                for line in r.iter_lines():
-                    if not line.startswith("id:"):
-                        continue
+    def __init__(self) -> None:
+        self.arrivals: dict[int, float] = {}
+        self.changed = threading.Condition()
+        self.connected = threading.Event()
+
+    def listen(self, url: str, last: int) -> None:
+        """Read the events stream at ``url`` until the event of nstep ``last`` arrives."""
+        with (
+            httpx.Client(timeout=httpx.Timeout(60, read=10)) as sse,
+            sse.stream("GET", url, headers={"Accept": "text/event-stream"}) as r,
+        ):
+            self.connected.set()
+            for line in r.iter_lines():
+                if line.startswith("id:"):
                     nstep = int(line[3:])
-                    with arrived:
-                        arrivals[nstep] = time.perf_counter()
-                        arrived.notify_all()
+                    with self.changed:
+                        self.arrivals[nstep] = time.perf_counter()
+                        self.changed.notify_all()
                     if nstep >= last:
                         return
 
-        listener = threading.Thread(target=listen, daemon=True)
-        listener.start()
-        connected.wait(10)
-        time.sleep(0.3)  # the stream has read its starting nstep
-        rng = np.random.default_rng(5)
-        responded: dict[int, float] = {}
-        for step, pos in enumerate(positions[1:], 1):
+    def seen(self, nstep: int) -> bool:
+        """Whether an event at or past ``nstep`` arrived."""
+        return max(self.arrivals, default=-1) >= nstep
+
+    def wait(self, nstep: int, timeout: float) -> None:
+        """Block until an event at or past ``nstep`` arrived (or ``timeout`` seconds)."""
+        with self.changed:
+            self.changed.wait_for(partial(self.seen, nstep), timeout=timeout)
+
+    def arrival(self, nstep: int) -> float:
+        """When the first event at or past ``nstep`` arrived (one event may announce several)."""
+        return min(t for n, t in self.arrivals.items() if n >= nstep)
+
+
+def event_latencies(url: str, positions: list[np.ndarray]) -> list[float]:
+    """Seconds from each POST's response to the arrival of the commit event announcing it."""
+    frames_url = f"{url}/v1/records/events/trajectory/frames"
+    log = EventLog()
+    responded: dict[int, float] = {}
+    rng = np.random.default_rng(5)
+    with httpx.Client(timeout=60) as client:
+        create_run(client, url, "events")
+        for step, pos in enumerate(positions):
+            if step == 1:  # the trajectory exists: open the stream, let it read its start
+                listener = threading.Thread(
+                    target=log.listen,
+                    args=(f"{url}/v1/records/events/trajectory/events", len(positions)),
+                    daemon=True,
+                )
+                listener.start()
+                log.connected.wait(10)
+                time.sleep(0.3)
             r = client.post(
-                f"{url}/v1/records/{name}/trajectory/frames",
-                content=wire(frame_of(pos, step)),
-                headers={"Content-Type": FRAME},
+                frames_url, content=wire(frame_of(pos, step)), headers={"Content-Type": FRAME}
             )
             r.raise_for_status()
-            nstep = r.json()["nstep"]
-            responded[nstep] = time.perf_counter()
-            with arrived:
-                arrived.wait_for(lambda n=nstep: max(arrivals, default=0) >= n, timeout=5)
-            time.sleep(rng.uniform(0, 0.02))  # posts at random phases of the server's poll
+            if step:
+                nstep = r.json()["nstep"]
+                responded[nstep] = time.perf_counter()
+                log.wait(nstep, timeout=5)
+                time.sleep(rng.uniform(0, 0.02))  # posts at random phases of the server's poll
         listener.join(10)
-    return [
-        min(t for n, t in arrivals.items() if n >= nstep) - at
-        for nstep, at in responded.items()
-        if max(arrivals, default=0) >= nstep
-    ]
+    return [log.arrival(n) - at for n, at in responded.items() if log.seen(n)]
 
 
 # --- memory -----------------------------------------------------------------------------------
@@ -575,21 +593,25 @@ def stream_memory(client: httpx.Client, url: str, pid: int, n: int) -> list[list
 
 
 def table(header: list[str], rows: list[list[str]]) -> str:
+    """A markdown table (the format of the README's benchmark tables)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
 
 
 def ms(values: list[float]) -> str:
+    """The median of ``values`` (seconds) in milliseconds."""
     return f"{statistics.median(values) * 1e3:.1f} ms"
 
 
 def main() -> None:
+    """Run the service benchmarks in a temporary directory and print their tables."""
     with tempfile.TemporaryDirectory(prefix="mrecd-bench-service-") as name:
         run(Path(name))
 
 
 def run(tmp: Path) -> None:
+    """Build the trajectories in ``tmp``, serve them, measure, print."""
     no_tiled = tiled_missing()
     store, arrays = tmp / "store", tmp / "arrays"
     arrays.mkdir()
@@ -639,9 +661,11 @@ def run(tmp: Path) -> None:
     print("\n### Server memory while streaming a slice (mrecd serve subprocess)\n")
     print(table(["", ""], memory))
     print(
-        "\nHow to read this: ratios below 1 are faster than the baseline in the same run;"
-        " GET goal <= 2x the in-memory FastAPI endpoint and flat in nstep, 64-frame batches"
-        " >= 0.5 of the local API, 8 posters above 1, peak RSS far below the slice's bytes."
+        "\nHow to read this: each ratio divides by the row marked 1.00, measured in the same run"
+        " on the same machine (time for GET: lower is better; frames/s for POST: higher is"
+        " better). Goals: GET <= 2x the in-memory FastAPI endpoint and ~1 from 1,000 frames to"
+        " the largest run; 64-frame batches >= 0.5 of the local API; 8 posters > 1; peak RSS"
+        " far below the bytes streamed."
     )
 
 
