@@ -18,6 +18,7 @@ from ..bindings.zarr import (
     WalAppender,
     closed_catalog,
     densified_writer,
+    densify_plan,
     observables_writer,
     read_closed,
     read_metrics,
@@ -187,10 +188,10 @@ class Metrics:
             raise ReadOnlyError("the record is open read-only", path=self._record.url)
         store = self._record._written()
         tree = store.tree
-        series = read_metrics(tree)
         closed = read_closed(tree)
+        series, watermark = densify_plan(tree)
         wal = complete_lines(read_wal(tree))
-        catalog = closed_catalog({} if closed is None else closed.attributes, series, wal)
+        catalog = closed_catalog({} if closed is None else closed.attributes, series, watermark)
         old = store.path / "metrics"
         if self._appender is not None:  # the section is swapped whole: reopen the WAL after
             self._appender.suspend()
