@@ -287,30 +287,38 @@ class WalAppender:
     Parameters
     ----------
     root
-        The record root (``metrics/`` is created as a group when absent).
+        The record root (``metrics/`` is created as a group when absent), or
+        a host run directory when ``wal`` is given.
+    wal
+        The WAL's key under ``root``: a host's is ``artifacts/<stem>.mlp.jsonl``
+        (storage.md §2), which is no record and gets no Zarr group.
     """
 
-    def __init__(self, root: Location) -> None:
+    def __init__(self, root: Location, *, wal: str | None = None) -> None:
         self._store: Store = root.store
-        self._key = (root / WAL).key
-        self._lease = self._take_lease(root)
+        self._key = (root / (wal or WAL)).key
+        self._name = wal or WAL
+        folder, _, file = (wal or "").rpartition("/")
+        lease = ".metrics-writer" if wal is None else join(folder, f".{file}.writer")  # hidden
+        self._lease = self._take_lease(root, lease)
         self._file: PositionalFile | None = None
         self._data = b""
         self._etag: str | None = None
         self._open = False
         try:
-            self._ensure_group(root)
+            if wal is None:
+                self._ensure_group(root)
             self._reopen()
         except BaseException:
             self._lease.release()
             raise
 
-    def _take_lease(self, root: Location) -> WriterLease:
+    def _take_lease(self, root: Location, lease: str) -> WriterLease:
         try:
-            return self._store.writer_lease(join(root.key, ".metrics-writer"))
+            return self._store.writer_lease(join(root.key, lease))
         except WriterBusy:
             raise WriterBusy(
-                "another writer is appending to metrics/metrics.jsonl: exactly one appending"
+                f"another writer is appending to {self._name}: exactly one appending"
                 " writer at a time (run-surface.md §4.3)",
                 path=self._key,
             ) from None
@@ -356,7 +364,7 @@ class WalAppender:
             self._etag = self._store.put(self._key, data, mode=mode, durable=True)
         except PreconditionFailed:
             raise WriterBusy(
-                "another writer changed metrics/metrics.jsonl: exactly one appending writer"
+                f"another writer changed {self._name}: exactly one appending writer"
                 " at a time (run-surface.md §4.3)",
                 path=self._key,
             ) from None
