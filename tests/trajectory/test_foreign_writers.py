@@ -371,3 +371,79 @@ def test_system_and_trajectory_blocks_both_carrying_id(root: Any) -> None:
         traj = record.trajectory
         assert traj is not None and traj[1]["atoms"]["id"].values.tolist() == [7, 8]
     assert mrecd.validate_record(root) == []
+
+
+def test_system_and_trajectory_ids_that_differ_are_refused(root: Any) -> None:
+    """record.md §6.1: matching counts but different ``id`` values → refused (and reported)."""
+    system_with_ids(root, [7, 8])
+    decl = {
+        "blocks": {"atoms": {"columns": {"x": F64, "id": {"dtype": "u64", "trailing": []}}}},
+        "meta": {},
+    }
+    tr = trajectory_group(
+        root, {"sequence_schema": decl, "nstep": 2, "step_progression": EVERY_STEP}
+    )
+    atoms = tr.create_group("atoms", attributes={"uniform_rows": 2, "dense_updates": True})
+    put(atoms, "x", np.arange(4.0))
+    put(atoms, "id", u64(7, 8, 8, 7))  # the second update swaps the rows
+    with mrecd.open_record(root) as record:
+        traj = record.trajectory
+        assert traj is not None and traj[0]["atoms"]["id"].values.tolist() == [7, 8]
+        with pytest.raises(mrecd.InvalidRecord, match="row for row") as caught:
+            traj[1]
+        assert caught.value.path == "trajectory/atoms/id"
+        assert traj.read(1, columns=["x"])["atoms"]["x"].values.tolist() == [2.0, 3.0]
+    violations = mrecd.validate_record(root)
+    assert [(v.path, v.rule) for v in violations] == [("trajectory/atoms/id", "record.md §6.1")]
+
+
+def test_attribute_cell_as_the_spec_writes_it_with_integers(root: Path) -> None:
+    """trajectory.md §4's own example writes ``[[20,0,0],…]``: integers convert exactly to f64."""
+    tr = trajectory_group(
+        root, {"sequence_schema": DECL_X, "nstep": 1, "step_progression": {"start": 0}}
+    )
+    regular_x(tr, 1)
+    tr.create_group("box", attributes={"vectors": [[20, 0, 0], [0, 20, 0], [0, 0, 20]]})
+    box = open_trajectory(root)[0].box
+    assert box is not None and box.vectors.dtype == np.float64
+    assert box.vectors.tolist() == cell(20.0)
+
+
+def test_undefined_attribute_cell_without_boundary(root: Path) -> None:
+    """frame.md §9.1: vectors ignored (identity), an omitted boundary reads all-false."""
+    tr = trajectory_group(
+        root, {"sequence_schema": DECL_X, "nstep": 1, "step_progression": {"start": 0}}
+    )
+    regular_x(tr, 1)
+    tr.create_group("box", attributes={"vectors": np.zeros((3, 3)).tolist(), "cell_defined": False})
+    box = open_trajectory(root)[0].box
+    assert box is not None and box.cell_defined is False
+    assert box.vectors.tolist() == np.eye(3).tolist() and box.boundary.tolist() == [False] * 3
+
+
+def test_a_fill_beyond_two_to_the_53_as_an_exact_json_integer(root: Path) -> None:
+    """frame.md §10.4: a 64-bit writer may write the fill as a JSON integer, not a string."""
+    decl = {**DECL_X, "meta": {"n": {"dtype": "u64", "fill": 18446744073709551615}}}
+    tr = trajectory_group(
+        root, {"sequence_schema": decl, "nstep": 1, "step_progression": {"start": 0}}
+    )
+    regular_x(tr, 1)
+    meta = tr.create_group("meta")
+    put(meta, "n", np.array([2**64 - 1], dtype=np.uint64), attributes={"meta_dtype": "u64"})
+    traj = open_trajectory(root)
+    declaration = traj.declaration
+    assert declaration is not None and declaration.meta["n"].fill == 2**64 - 1
+    assert traj[0].meta["n"] == 2**64 - 1
+
+
+def test_a_declaration_key_the_spec_does_not_name_is_refused(root: Path) -> None:
+    """Refusal kept (README): the pinned declaration says what every frame means, so a key
+    another writer gave meaning (here a column ``unit``) is not silently dropped."""
+    decl = {"blocks": {"atoms": {"columns": {"x": {**F64, "unit": "angstrom"}}}}, "meta": {}}
+    tr = trajectory_group(
+        root, {"sequence_schema": decl, "nstep": 1, "step_progression": {"start": 0}}
+    )
+    regular_x(tr, 1)
+    with pytest.raises(mrecd.InvalidRecord, match="unit") as caught:
+        open_trajectory(root)
+    assert caught.value.path is not None and "columns.x.unit" in caught.value.path
