@@ -149,12 +149,26 @@ def test_exact_json_integers_beyond_two_to_the_53(tmp_path: Path) -> None:
         "big": 18446744073709551615,
         "low": -9223372036854775808,
         "odd": 2**53 + 1,
-        "_meta_types": {"big": "u64", "low": "i64", "odd": "i64"},
+        "e": 3,  # a JSON number for an f64 key: that real
+        "_meta_types": {"big": "u64", "low": "i64", "odd": "i64", "e": "f64"},
     }
     (root / "frame" / "zarr.json").write_text(json.dumps(doc))
     frame = read_frame(root)
-    assert frame.meta == {"big": 2**64 - 1, "low": -(2**63), "odd": 2**53 + 1}
-    assert frame.meta_types == {"big": "u64", "low": "i64", "odd": "i64"}
+    assert frame.meta == {"big": 2**64 - 1, "low": -(2**63), "odd": 2**53 + 1, "e": 3.0}
+    assert isinstance(frame.meta["e"], float)
+    assert frame.meta_types == {"big": "u64", "low": "i64", "odd": "i64", "e": "f64"}
+
+
+def test_a_method_type_outside_the_standard_ones(tmp_path: Path) -> None:
+    """run-surface.md §3 flags the golden's ``"type": "training"`` (no module): not refused."""
+    root = tmp_path / "r.mrec"
+    g = zarr.open_group(root, mode="w")
+    g.create_group("meta", attributes={"molrec_version": 2})
+    g.create_group("status", attributes={"state": "succeeded"})
+    method = {"type": "training", "description": "fit", "engine": {"name": "molnex"}}
+    g.create_group("method", attributes=method)
+    with mrecd.open_record(root) as record:
+        assert record.method == method
 
 
 # -- chunking and codecs (chunking.md §1, §4.2, §5 (ref)) --------------------------------------
@@ -235,3 +249,14 @@ def test_packed_records_from_other_zip_tools_read(
         assert record.frame == frame and record.system == system
     rules = {v.rule for v in mrecd.validate_record(packed)}
     assert rules and all(rule.startswith("chunking.md §7") for rule in rules)
+
+
+def test_a_zip_of_the_record_folder_is_not_a_record(water: Path, tmp_path: Path) -> None:
+    """Refusal kept: entries are named relative to the record root (chunking.md §7); under a
+    ``<stem>.mrec/`` folder there is no root ``zarr.json``."""
+    dest = tmp_path / "nested.mrec.zip"
+    with zipfile.ZipFile(dest, "w") as archive:
+        for path in sorted(p for p in water.rglob("*") if p.is_file()):
+            archive.write(path, f"water.mrec/{path.relative_to(water).as_posix()}")
+    with pytest.raises(mrecd.InvalidRecord, match=r"zarr\.json"):
+        mrecd.open_record(dest)
