@@ -83,7 +83,7 @@ def test_refusals(where: Location) -> None:
         with pytest.raises(InvalidRecord, match="stem"):
             mrecd.open_host_metrics(where, stem)
     with pytest.raises(ValueError, match="mode"):
-        mrecd.open_host_metrics(where, mode="w")
+        mrecd.open_host_metrics(where, mode="w")  # type: ignore[arg-type]
     where.store.put((where / "artifacts" / "metrics.mlp.jsonl").key, host_wal(where) + b"[1, 2]\n")
     with pytest.raises(InvalidRecord, match="single JSON object"):
         mrecd.open_host_metrics(where).keys()

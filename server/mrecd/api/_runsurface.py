@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from os import PathLike
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..bindings.zarr import (
     RecordStore,
@@ -246,6 +246,7 @@ class Metrics(_MetricLog):
 # -- the host surface (storage.md §2, run-surface.md §4.3) ---------------------------------------
 
 HOST_SUFFIX = ".mlp.jsonl"
+HostMode = Literal["r", "r+"]
 
 
 def _host_wal(stem: str) -> str:
@@ -278,7 +279,7 @@ class HostMetrics(_MetricLog):
     """
 
     def __init__(
-        self, run_dir: str | PathLike[str] | Location, stem: str = "metrics", mode: str = "r"
+        self, run_dir: str | PathLike[str] | Location, stem: str = "metrics", mode: HostMode = "r"
     ) -> None:
         super().__init__()
         if mode not in ("r", "r+"):
@@ -329,7 +330,7 @@ def host_metric_stems(run_dir: str | PathLike[str] | Location) -> list[str]:
 
 
 def open_host_metrics(
-    run_dir: str | PathLike[str] | Location, stem: str = "metrics", mode: str = "r"
+    run_dir: str | PathLike[str] | Location, stem: str = "metrics", mode: HostMode = "r"
 ) -> HostMetrics:
     """Open the metrics WAL of a host run directory (``artifacts/<stem>.mlp.jsonl``).
 
