@@ -447,3 +447,27 @@ def test_a_declaration_key_the_spec_does_not_name_is_refused(root: Path) -> None
     with pytest.raises(mrecd.InvalidRecord, match="unit") as caught:
         open_trajectory(root)
     assert caught.value.path is not None and "columns.x.unit" in caught.value.path
+
+
+@pytest.mark.parametrize(
+    ("attributes", "step", "where"),
+    [
+        ({"step_progression": {"start": 0}}, None, "trajectory"),  # 3 frames, no stride
+        ({"step_progression": {"start": 5, "stride": -1}}, None, "trajectory"),
+        ({}, [0, 10, 10], "trajectory/step"),
+    ],
+    ids=["no-stride", "negative-stride", "repeated-step"],
+)
+def test_steps_that_do_not_increase_read_and_are_reported(
+    root: Path, attributes: dict[str, Any], step: list[int] | None, where: str
+) -> None:
+    """trajectory.md §1.1 binds writers; the reader reads such a store and validate reports it."""
+    tr = trajectory_group(root, {"sequence_schema": DECL_X, "nstep": 3, **attributes})
+    regular_x(tr, 3)
+    if step is not None:
+        put(tr, "step", np.array(step, dtype=np.int64))
+    traj = open_trajectory(root)
+    assert traj[2]["atoms"]["x"].values.tolist() == [4.0, 5.0]
+    problems = validate_trajectory(root)
+    assert [p.path for p in problems] == [where]
+    assert "strictly increase" in problems[0].message

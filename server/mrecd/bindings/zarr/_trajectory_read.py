@@ -685,7 +685,23 @@ class TrajectoryReader:
         if not problems:
             problems.extend(self._validate_alignment(readers))
             problems.extend(self._validate_precision(readers))
-        return problems
+        return [*problems, *self._validate_steps()]
+
+    def _validate_steps(self) -> list[tuple[str, str]]:
+        """Step numbers strictly increase (trajectory.md §1.1): a repeated or decreasing ``step``
+        entry, or a progression of two or more frames without a positive ``stride``."""
+        steps = self.steps()
+        if len(steps) < 2 or bool(np.all(np.diff(steps) > 0)):
+            return []
+        where = self.path if self.step_progression is not None else join(self.path, "step")
+        first = int(np.argmax(np.diff(steps) <= 0)) + 1
+        return [
+            (
+                where,
+                f"step {int(steps[first])} at frame {first} does not exceed the previous"
+                f" {int(steps[first - 1])}: step numbers strictly increase (trajectory.md §1.1)",
+            )
+        ]
 
     def _validate_alignment(self, readers: Mapping[str, BlockReader]) -> list[tuple[str, str]]:
         problems = []
