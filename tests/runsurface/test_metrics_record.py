@@ -6,9 +6,11 @@ import json
 
 import numpy as np
 import pytest
+import zarr
 
 import mrecd
 from mrecd import InvalidRecord, NotFound, ReadOnlyError, WriterBusy
+from mrecd.bindings.zarr._zarr_store import ZarrAdapter
 from mrecd.storage import Location
 
 W1, W2 = "2026-08-04T00:00:01+00:00", "2026-08-04T00:00:02+00:00"
@@ -230,3 +232,105 @@ def test_a_series_is_logged_with_steps_always_or_never(where: Location) -> None:
         again.metrics.log(3, lr=0.2, wall_time=W2)
     again.close()
     assert wal(where).count(b"\n") == 2
+
+
+# -- series the closed form holds, and what stays in the WAL (§4.2, §4.3) ----------------------
+
+GROUP = b'{"zarr_format":3,"node_type":"group","attributes":{}}'
+
+
+def foreign_wal(where: Location, *events: dict[str, object]) -> bytes:
+    """A run whose WAL another writer appended (``events`` in wire form, one line each)."""
+    mrecd.create_record(
+        where, meta={"modules": {"hist": {"version": [1, 0]}}}, status={"state": "running"}
+    ).close()
+    data = b"".join(json.dumps(e, separators=(",", ":")).encode() + b"\n" for e in events)
+    where.store.put((where / "metrics" / "zarr.json").key, GROUP)
+    where.store.put((where / "metrics" / "metrics.jsonl").key, data)
+    return data
+
+
+def test_a_custom_typed_series_of_numbers_densifies_with_its_type(where: Location) -> None:
+    data = foreign_wal(
+        where,
+        {"t": "hist", "k": "grad/mean", "s": 1, "w": W1, "v": 3},
+        {"t": "hist", "k": "grad/mean", "s": 2, "w": W2, "v": 0.25},
+    )
+    rec = mrecd.open_record(where, "r+")
+    rec.metrics.log(2, loss=0.5, wall_time=W2)
+    rec.close()
+    cat = catalog(where)
+    assert cat["wal"] == {"lines": 3, "bytes": len(wal(where))} and wal(where).startswith(data)
+    assert cat["series"]["grad/mean"] == {  # type: ignore[index]
+        "type": "hist",
+        "count": 2,
+        "latest_step": 2,
+        "latest_timestamp": W2,
+    }
+    group = zarr.open_group(ZarrAdapter(where.as_store()), path="metrics", mode="r")
+    dense = group["series/grad%2Fmean"]
+    assert isinstance(dense, zarr.Array) and dense.dtype == np.float64
+    assert dense[...].tolist() == [3.0, 0.25]
+    series = mrecd.open_record(where).metrics.series("grad/mean")
+    assert series.type == "hist" and series.values == [3.0, 0.25] and series.steps == [1, 2]
+    assert mrecd.validate_record(where) == []
+
+
+def test_the_watermark_stops_before_a_line_the_closed_form_cannot_hold(where: Location) -> None:
+    """A custom value that is no number has no f64 slot: it and every later line stay in the WAL,
+    authoritative past the watermark, so nothing is lost and the dense arrays hold exactly the
+    lines before it (§4.2)."""
+    data = foreign_wal(
+        where,
+        {"t": "scalar", "k": "loss", "s": 1, "w": W1, "v": 1.0},
+        {"t": "hist", "k": "grad", "s": 1, "w": W1, "v": {"bins": [0, 1], "counts": [3, 4]}},
+        {"t": "scalar", "k": "loss", "s": 2, "w": W2, "v": 0.5},
+    )
+    first = data.index(b"\n") + 1
+    rec = mrecd.open_record(where, "r+")
+    rec.metrics.log(3, loss=0.25, wall_time=W2)
+    rec.close()
+    cat = catalog(where)
+    assert cat["wal"] == {"lines": 1, "bytes": first}
+    assert set(cat["series"]) == {"loss"}  # type: ignore[arg-type]
+    assert cat["series"]["loss"]["count"] == 1  # type: ignore[index]
+    metrics = mrecd.open_record(where).metrics
+    assert metrics.series("loss").values == [1.0, 0.5, 0.25]
+    assert metrics.series("grad").values == [{"bins": [0, 1], "counts": [3, 4]}]
+    assert mrecd.validate_record(where) == []
+    again = mrecd.open_record(where, "r+")  # densifying again moves nothing past that line
+    again.metrics.flush()
+    assert catalog(where)["wal"] == {"lines": 1, "bytes": first}
+    again.close()
+
+
+@pytest.mark.parametrize(
+    "breaking",
+    [
+        {"t": "hist", "k": "loss", "s": 2, "w": W2, "v": 0.5},  # the key changes type
+        {"t": "scalar", "k": "loss", "w": W2, "v": 0.5},  # a stepped series loses its step
+        {"t": "hist", "k": "big", "s": 2, "w": W2, "v": 2**53 + 1},  # no exact f64
+    ],
+    ids=["type-change", "step-presence", "huge-integer"],
+)
+def test_other_lines_the_closed_form_cannot_hold(
+    where: Location, breaking: dict[str, object]
+) -> None:
+    data = foreign_wal(where, {"t": "scalar", "k": "loss", "s": 1, "w": W1, "v": 1.0}, breaking)
+    rec = mrecd.open_record(where, "r+")
+    rec.metrics.flush()
+    rec.close()
+    assert catalog(where)["wal"] == {"lines": 1, "bytes": data.index(b"\n") + 1}
+    keys = mrecd.open_record(where).metrics.keys()
+    assert set(keys) == {"loss", str(breaking["k"])}
+    assert mrecd.validate_record(where) == []
+
+
+def test_tags_stay_in_the_wal_beside_the_closed_form(where: Location) -> None:
+    """The closed form has no place for tags (§4.2); the WAL it covers is kept, tags and all."""
+    rec = new_run(where)
+    rec.metrics.log(1, loss=1.0, wall_time=W1, tags={"split": "train", "note": None})
+    rec.close()
+    assert catalog(where)["wal"] == {"lines": 1, "bytes": len(wal(where))}
+    assert json.loads(wal(where))["tags"] == {"split": "train", "note": None}
+    assert mrecd.open_record(where).metrics.series("loss").values == [1.0]

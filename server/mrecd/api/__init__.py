@@ -20,6 +20,7 @@ from ._collection import (
 )
 from ._protocols import FrameSlice, TrajectoryLike
 from ._record import StoredRecord, create_record, open_record, pack_record
+from ._runsurface import HostMetrics, host_metric_stems, open_host_metrics
 from ._trajectory import Trajectory
 from ._validate import validate_record
 from ._violations import Violation
@@ -31,6 +32,7 @@ __all__ = [
     "Collection",
     "CollectionTrajectory",
     "FrameSlice",
+    "HostMetrics",
     "ObjectInfo",
     "Offset",
     "RecordOutOfRange",
@@ -42,9 +44,11 @@ __all__ = [
     "check_record_name",
     "create_collection",
     "create_record",
+    "host_metric_stems",
     "load_collection",
     "open",
     "open_collection",
+    "open_host_metrics",
     "open_record",
     "pack_record",
     "validate_record",

@@ -10,7 +10,8 @@ the closed form and the WAL merged, and densifies on ``flush``/``close``.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from os import PathLike
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..bindings.zarr import (
     RecordStore,
@@ -18,6 +19,7 @@ from ..bindings.zarr import (
     WalAppender,
     closed_catalog,
     densified_writer,
+    densify_plan,
     observables_writer,
     read_closed,
     read_metrics,
@@ -25,12 +27,21 @@ from ..bindings.zarr import (
     read_wal,
 )
 from ..errors import InvalidRecord, NotFound, ReadOnlyError
-from ..model import MetricSeries, Observable, complete_lines, make_event, now_rfc3339
+from ..model import (
+    MetricSeries,
+    Observable,
+    complete_lines,
+    make_event,
+    merge_series,
+    now_rfc3339,
+    parse_wal,
+)
+from ..storage import Location, location_of
 
 if TYPE_CHECKING:
     from ._record import StoredRecord
 
-__all__ = ["Metrics", "Observables"]
+__all__ = ["HostMetrics", "Metrics", "Observables", "host_metric_stems", "open_host_metrics"]
 
 
 class Observables(Mapping[str, Observable]):
@@ -81,23 +92,19 @@ def read_record_observables(tree: Tree) -> dict[str, Observable]:
     return read_observables(tree) or {}
 
 
-class Metrics:
-    """A record's metrics: log to the live WAL, read merged series, densify (run-surface.md §4).
+class _MetricLog:
+    """Logging and reading shared by a record's metrics and a host's (run-surface.md §4)."""
 
-    The first :meth:`log` on a writable record opens the single appending
-    writer (cutting a torn tail left by a killed one); :meth:`flush` and
-    :meth:`close` write the closed Zarr form and its watermark. Reads work on
-    any record, packed ones included.
-    """
-
-    def __init__(self, record: StoredRecord) -> None:
-        self._record = record
+    def __init__(self) -> None:
         self._appender: WalAppender | None = None
         #: Per series key: whether its points carry steps (checked before each append).
         self._stepped: dict[str, bool] = {}
 
-    def _tree(self) -> Tree:
-        return self._record._tree
+    def _open_writer(self) -> WalAppender:
+        raise NotImplementedError
+
+    def _read(self) -> dict[str, MetricSeries]:
+        raise NotImplementedError
 
     def log(
         self,
@@ -145,9 +152,8 @@ class Metrics:
 
     def _writer(self) -> WalAppender:
         if self._appender is None:
-            store = self._record._written()
-            self._appender = WalAppender(store.path)
-            self._stepped = {k: s.has_steps for k, s in read_metrics(store.tree).items()}
+            self._appender = self._open_writer()
+            self._stepped = {k: s.has_steps for k, s in self._read().items()}
         return self._appender
 
     def _check_stepped(self, key: str, stepped: bool) -> None:
@@ -162,24 +168,53 @@ class Metrics:
             )
 
     def series(self, key: str) -> MetricSeries:
-        """The points of series ``key`` (values, steps, wall times), closed form and WAL merged.
+        """The points of series ``key`` (values, steps, wall times), every form merged.
 
         Raises
         ------
         NotFound
             No event was logged under ``key``.
         """
-        found = read_metrics(self._tree()).get(key)
+        found = self._read().get(key)
         if found is None:
             raise NotFound(f"no metrics series {key!r}", path=f"metrics.series.{key}")
         return found
 
     def keys(self) -> list[str]:
         """Every series key, in first-logged order."""
-        return list(read_metrics(self._tree()))
+        return list(self._read())
 
     def __contains__(self, key: object) -> bool:
-        return key in read_metrics(self._tree())
+        return key in self._read()
+
+    def release(self) -> None:
+        """Close the appending writer (a later ``log`` reopens it)."""
+        if self._appender is not None:
+            self._appender.close()
+            self._appender = None
+
+
+class Metrics(_MetricLog):
+    """A record's metrics: log to the live WAL, read merged series, densify (run-surface.md §4).
+
+    The first :meth:`log` on a writable record opens the single appending
+    writer (cutting a torn tail left by a killed one); :meth:`flush` and
+    :meth:`close` write the closed Zarr form and its watermark. Reads work on
+    any record, packed ones included.
+    """
+
+    def __init__(self, record: StoredRecord) -> None:
+        super().__init__()
+        self._record = record
+
+    def _tree(self) -> Tree:
+        return self._record._tree
+
+    def _read(self) -> dict[str, MetricSeries]:
+        return read_metrics(self._tree())
+
+    def _open_writer(self) -> WalAppender:
+        return WalAppender(self._record._written().path)
 
     def flush(self) -> None:
         """Densify: write the merged series as the closed form with the watermark (§4.3)."""
@@ -187,20 +222,14 @@ class Metrics:
             raise ReadOnlyError("the record is open read-only", path=self._record.url)
         store = self._record._written()
         tree = store.tree
-        series = read_metrics(tree)
         closed = read_closed(tree)
+        series, watermark = densify_plan(tree)
         wal = complete_lines(read_wal(tree))
-        catalog = closed_catalog({} if closed is None else closed.attributes, series, wal)
+        catalog = closed_catalog({} if closed is None else closed.attributes, series, watermark)
         old = store.path / "metrics"
         if self._appender is not None:  # the section is swapped whole: reopen the WAL after
             self._appender.suspend()
         store.replace("metrics", densified_writer(old, catalog, series, wal))
-
-    def release(self) -> None:
-        """Close the appending writer without densifying (a later ``log`` reopens it)."""
-        if self._appender is not None:
-            self._appender.close()
-            self._appender = None
 
     def close(self) -> None:
         """Densify if this object appended anything, then release the writer."""
@@ -212,3 +241,99 @@ class Metrics:
 
     def __repr__(self) -> str:
         return f"Metrics({self.keys()})"
+
+
+# -- the host surface (storage.md §2, run-surface.md §4.3) ---------------------------------------
+
+HOST_SUFFIX = ".mlp.jsonl"
+HostMode = Literal["r", "r+"]
+
+
+def _host_wal(stem: str) -> str:
+    if not isinstance(stem, str) or not stem or "/" in stem or stem.startswith("."):
+        raise InvalidRecord(
+            f"a host metrics stem is a non-empty file name without '/' or a leading '.',"
+            f" not {stem!r} (storage.md §2)",
+            path="stem",
+        )
+    return f"artifacts/{stem}{HOST_SUFFIX}"
+
+
+class HostMetrics(_MetricLog):
+    """The metrics of a host run directory: the WAL ``artifacts/<stem>.mlp.jsonl`` alone.
+
+    A host (a run directory, not a record) keeps no closed form: its WAL is
+    always authoritative (run-surface.md §4.3), so there is nothing to
+    densify. Leftover ``<stem>.mlp.zarr/`` and ``<stem>.mlp.index.json`` are
+    never read (storage.md §2).
+
+    Parameters
+    ----------
+    run_dir
+        The host run directory (any store location).
+    stem
+        The WAL's stem; ``metrics`` by default.
+    mode
+        ``"r"`` to read; ``"r+"`` to also :meth:`log` (the directory and
+        ``artifacts/`` are created on the first event).
+    """
+
+    def __init__(
+        self, run_dir: str | PathLike[str] | Location, stem: str = "metrics", mode: HostMode = "r"
+    ) -> None:
+        super().__init__()
+        if mode not in ("r", "r+"):
+            raise ValueError(f"mode must be 'r' or 'r+', not {mode!r}")
+        self._wal = _host_wal(stem)
+        self._root = location_of(run_dir, read_only=mode == "r")
+        self._read_only = mode == "r"
+
+    @property
+    def url(self) -> str:
+        """Where the WAL lives."""
+        return str(self._root / self._wal)
+
+    def _read(self) -> dict[str, MetricSeries]:
+        data = self._root.store.get((self._root / self._wal).key) or b""
+        return merge_series(parse_wal(data)[0])
+
+    def _open_writer(self) -> WalAppender:
+        if self._read_only:
+            raise ReadOnlyError("the host metrics are open read-only", path=self.url)
+        return WalAppender(self._root, wal=self._wal)
+
+    def close(self) -> None:
+        """Release the appending writer (the WAL is the closed form on a host)."""
+        self.release()
+
+    def __enter__(self) -> HostMetrics:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"HostMetrics({self.url!r})"
+
+
+def host_metric_stems(run_dir: str | PathLike[str] | Location) -> list[str]:
+    """The stems of every ``artifacts/*.mlp.jsonl`` of a host run directory, sorted.
+
+    Discovery matches ``*.mlp.jsonl`` only (storage.md §2): leftover
+    ``*.mlp.zarr/`` and ``*.mlp.index.json`` are not metrics.
+    """
+    root = location_of(run_dir, read_only=True)
+    _, files = root.store.list_dir((root / "artifacts").key)
+    return sorted(
+        f[: -len(HOST_SUFFIX)] for f in files if f.endswith(HOST_SUFFIX) and f != HOST_SUFFIX
+    )
+
+
+def open_host_metrics(
+    run_dir: str | PathLike[str] | Location, stem: str = "metrics", mode: HostMode = "r"
+) -> HostMetrics:
+    """Open the metrics WAL of a host run directory (``artifacts/<stem>.mlp.jsonl``).
+
+    See :class:`HostMetrics`; ``mode="r+"`` to log.
+    """
+    return HostMetrics(run_dir, stem, mode)

@@ -60,12 +60,14 @@ from ._metrics import (
     MetricSeries,
     complete_lines,
     decode_safe_name,
+    densifiable,
     encode_event,
     make_event,
     merge_series,
     now_rfc3339,
     parse_wal,
     safe_name,
+    wal_lines,
 )
 from ._observables import (
     OBSERVABLE_KINDS,
@@ -155,6 +157,7 @@ __all__ = [
     "decode_meta",
     "decode_meta_document",
     "decode_safe_name",
+    "densifiable",
     "dtype_of",
     "dumps_strict",
     "encode_element",
@@ -177,6 +180,7 @@ __all__ = [
     "safe_name",
     "series_array",
     "stamp_meta",
+    "wal_lines",
 ]
 
 # Moved above the model (mrecd._record) to break the model <-> forcefield cycle;

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -27,12 +27,14 @@ __all__ = [
     "MetricSeries",
     "complete_lines",
     "decode_safe_name",
+    "densifiable",
     "encode_event",
     "make_event",
     "merge_series",
     "now_rfc3339",
     "parse_wal",
     "safe_name",
+    "wal_lines",
 ]
 
 #: Bytes a safe name keeps as they are (§4.2).
@@ -253,6 +255,32 @@ def parse_wal(data: bytes, *, first_line: int = 1) -> tuple[list[MetricEvent], i
     return events, len(lines)
 
 
+def wal_lines(data: bytes, *, first_line: int = 1) -> Iterator[tuple[MetricEvent | None, int]]:
+    """Each complete line of ``data`` as ``(event, offset just past its \\n)``.
+
+    A blank line gives ``None``; an unterminated tail is not a line.
+
+    Raises
+    ------
+    InvalidRecord
+        A complete line is not UTF-8 or not a single JSON object (§4.3).
+    """
+    start = 0
+    number = first_line
+    while (end := data.find(b"\n", start)) >= 0:
+        line = data[start:end]
+        yield (None if line.strip() == b"" else _decode_line(line, number)), end + 1
+        start, number = end + 1, number + 1
+
+
+def _exact_f64(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, float) or abs(value) <= 2**53:
+        return True
+    return abs(value) < 2**1024 and float(value) == value
+
+
 @dataclass(slots=True)
 class MetricSeries:
     """The points of one series key after the duplicate-step rule (§4.1).
@@ -297,8 +325,9 @@ class MetricSeries:
         return bool(self.steps) and all(s is not None for s in self.steps)
 
     def value_array(self) -> npt.NDArray[Any]:
-        """The values as ``float64`` (scalar series) or an object array (custom types)."""
-        if self.type == "scalar":
+        """The values as ``float64`` (scalar series, custom ones holding only numbers exactly
+        representable) or an object array (other custom series)."""
+        if self.type == "scalar" or all(_exact_f64(v) for v in self.values):
             return np.asarray(self.values, dtype=np.float64)
         return np.asarray(self.values, dtype=object)
 
@@ -327,3 +356,19 @@ def merge_series(
             found = series[event.key] = MetricSeries(event.key, event.type)
         found.add(event)
     return series
+
+
+def densifiable(series: MetricSeries | None, event: MetricEvent) -> bool:
+    """Whether ``event`` can join ``series`` in the closed form (§4.2).
+
+    The closed form holds one ``f64`` per point, one ``type`` per key and a
+    ``steps/`` array only when every point has a step. So an event of a
+    custom type densifies when its value is a number binary64 holds exactly;
+    an object, a string or a huge integer stays in the WAL, as does an event
+    whose type or step presence differs from its series' earlier points.
+    """
+    if event.type != "scalar" and not _exact_f64(event.value):
+        return False
+    if series is None or not len(series):
+        return True
+    return series.type == event.type and series.has_steps == (event.step is not None)

@@ -23,10 +23,12 @@ from ...model import (
     MetricEvent,
     MetricSeries,
     complete_lines,
+    densifiable,
     encode_event,
     merge_series,
     parse_wal,
     safe_name,
+    wal_lines,
 )
 from ...storage import IfMatch, Location, PositionalFile, PutMode, Store, WriterLease
 from ._arrays import array_dtype, read_values, write_array, zarr_store_at
@@ -39,6 +41,7 @@ __all__ = [
     "ClosedMetrics",
     "WalAppender",
     "densified_writer",
+    "densify_plan",
     "read_closed",
     "read_metrics",
     "read_wal",
@@ -166,13 +169,41 @@ def read_metrics(tree: Tree) -> dict[str, MetricSeries]:
 # -- the closed form ---------------------------------------------------------------------------
 
 
+def densify_plan(tree: Tree) -> tuple[dict[str, MetricSeries], tuple[int, int]]:
+    """The series the closed form can hold and the watermark ``(lines, bytes)`` they cover.
+
+    The dense arrays hold exactly the first ``lines`` WAL lines (§4.2), so
+    the watermark stops before the first line the closed form cannot hold
+    (:func:`~mrecd.model.densifiable`: a custom event whose value is no
+    number, a key changing type or step presence); that line and every
+    later one stay in the WAL, where readers merge them past the watermark.
+    """
+    closed = read_closed(tree)
+    wal = complete_lines(read_wal(tree))
+    if closed is not None and closed.watermark is None and closed.series:
+        return closed.series, (wal.count(b"\n"), len(wal))  # no wal key: dense is the record
+    series: dict[str, MetricSeries] = {}
+    lines = size = 0
+    if closed is not None and closed.watermark is not None:
+        series = closed.series
+        lines, size = closed.watermark
+    start = size
+    for event, end in wal_lines(wal[start:], first_line=lines + 1):
+        if event is not None:
+            if not densifiable(series.get(event.key), event):
+                break
+            merge_series([event], series)
+        lines, size = lines + 1, start + end
+    return series, (lines, size)
+
+
 def closed_catalog(
-    old: Mapping[str, Any], series: Mapping[str, MetricSeries], wal: bytes
+    old: Mapping[str, Any], series: Mapping[str, MetricSeries], watermark: tuple[int, int]
 ) -> dict[str, Any]:
     """The catalog after densifying: old extra keys kept, ``wal`` and ``series`` renewed."""
     entries = _catalog(old) if "series" in old else {}
     catalog = dict(old)
-    catalog["wal"] = {"lines": wal.count(b"\n"), "bytes": len(wal)}
+    catalog["wal"] = {"lines": watermark[0], "bytes": watermark[1]}
     catalog["series"] = {
         key: {**entries.get(key, {}), **s.catalog_entry()} for key, s in series.items()
     }
@@ -180,10 +211,11 @@ def closed_catalog(
 
 
 def _write_series(new: Location, series: MetricSeries) -> None:
-    if series.type != "scalar":
+    values = series.value_array()
+    if values.dtype != np.float64:
         raise InvalidRecord(
-            f"series {series.key!r} has custom type {series.type!r}: only scalar series are"
-            " densified into f64 arrays (run-surface.md §4.2)",
+            f"series {series.key!r} of type {series.type!r} holds values that are no f64"
+            " (run-surface.md §4.2)",
             path=join(SECTION, "series", safe_name(series.key)),
         )
     if any(s is not None for s in series.steps) and not series.has_steps:
@@ -193,7 +225,7 @@ def _write_series(new: Location, series: MetricSeries) -> None:
             path=join(SECTION, "steps", safe_name(series.key)),
         )
     store, name = zarr_store_at(new), safe_name(series.key)
-    write_array(store, f"series/{name}", series.value_array(), "f64")
+    write_array(store, f"series/{name}", values, "f64")
     steps = series.step_array()
     if steps is not None:
         write_array(store, f"steps/{name}", steps, "i64")
@@ -255,30 +287,38 @@ class WalAppender:
     Parameters
     ----------
     root
-        The record root (``metrics/`` is created as a group when absent).
+        The record root (``metrics/`` is created as a group when absent), or
+        a host run directory when ``wal`` is given.
+    wal
+        The WAL's key under ``root``: a host's is ``artifacts/<stem>.mlp.jsonl``
+        (storage.md §2), which is no record and gets no Zarr group.
     """
 
-    def __init__(self, root: Location) -> None:
+    def __init__(self, root: Location, *, wal: str | None = None) -> None:
         self._store: Store = root.store
-        self._key = (root / WAL).key
-        self._lease = self._take_lease(root)
+        self._key = (root / (wal or WAL)).key
+        self._name = wal or WAL
+        folder, _, file = (wal or "").rpartition("/")
+        lease = ".metrics-writer" if wal is None else join(folder, f".{file}.writer")  # hidden
+        self._lease = self._take_lease(root, lease)
         self._file: PositionalFile | None = None
         self._data = b""
         self._etag: str | None = None
         self._open = False
         try:
-            self._ensure_group(root)
+            if wal is None:
+                self._ensure_group(root)
             self._reopen()
         except BaseException:
             self._lease.release()
             raise
 
-    def _take_lease(self, root: Location) -> WriterLease:
+    def _take_lease(self, root: Location, lease: str) -> WriterLease:
         try:
-            return self._store.writer_lease(join(root.key, ".metrics-writer"))
+            return self._store.writer_lease(join(root.key, lease))
         except WriterBusy:
             raise WriterBusy(
-                "another writer is appending to metrics/metrics.jsonl: exactly one appending"
+                f"another writer is appending to {self._name}: exactly one appending"
                 " writer at a time (run-surface.md §4.3)",
                 path=self._key,
             ) from None
@@ -324,7 +364,7 @@ class WalAppender:
             self._etag = self._store.put(self._key, data, mode=mode, durable=True)
         except PreconditionFailed:
             raise WriterBusy(
-                "another writer changed metrics/metrics.jsonl: exactly one appending writer"
+                f"another writer changed {self._name}: exactly one appending writer"
                 " at a time (run-surface.md §4.3)",
                 path=self._key,
             ) from None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import math
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -614,6 +615,10 @@ class ArrayReader:
         sep = (encoding.get("configuration") or {}).get("separator", "/")
         if grid.get("name") != "regular" or encoding.get("name") != "default" or sep != "/":
             raise UnsupportedPipeline("chunk grid or key encoding")
+        if not _zero_fill(self.metadata.get("fill_value"), self.dtype):
+            # a missing chunk reads as the fill value (storage.md §1); the fast path
+            # knows only the zero one mrecd writes, zarr-python knows every spelling
+            raise UnsupportedPipeline("fill value")
         if len(outer) != len(self.shape) or any(
             o < s for o, s in zip(outer[1:], self.shape[1:], strict=True)
         ):
@@ -752,6 +757,17 @@ class ArrayReader:
 
 def _join(key: str, sub: str) -> str:
     return f"{key}/{sub}" if key else sub
+
+
+def _zero_fill(value: Any, dtype: str) -> bool:
+    """Whether ``fill_value`` is the zero of ``dtype`` that :meth:`ChunkCodec.fill` makes."""
+    if dtype == "string":
+        return isinstance(value, str) and not value
+    if dtype in ("c64", "c128"):
+        return isinstance(value, list) and all(_zero_fill(v, "f64") for v in value)
+    if dtype == "bool" or isinstance(value, bool):
+        return dtype == "bool" and value is False
+    return isinstance(value, (int, float)) and value == 0 and math.copysign(1.0, value) > 0
 
 
 def _standard_index(codecs: Any) -> bool:

@@ -578,10 +578,29 @@ class TrajectoryReader:
                 located[name] = (reader, where)
         self._check_alignment(i, located, names)
         resolved = {name: reader.rows(w[1], w[2], wanted) for name, (reader, w) in located.items()}
+        for name, block in resolved.items():
+            self._check_system_ids(name, block, f"frame {i}")
         meta, tags = self.meta_at(i)
         return Frame._trusted(
             resolved, meta, tags, self.box_at(i), self.step_at(i), self.time_at(i)
         )
+
+    def _check_system_ids(self, name: str, block: Block, where: str) -> None:
+        """Same-named system and trajectory blocks that both carry ``id`` agree row for row
+        (record.md §6.1, trajectory.md §1.5); checked on the ids a read resolves."""
+        system = self.system.get(name)
+        if system is None or "id" not in system or "id" not in block:
+            return
+        ours, theirs = block["id"], system["id"]
+        valid = np.ones(block.count, dtype=bool)
+        for column in (ours, theirs):
+            if column.validity is not None:
+                valid &= np.asarray(column.validity, dtype=bool)
+        if not np.array_equal(np.asarray(ours.values)[valid], np.asarray(theirs.values)[valid]):
+            raise InvalidRecord(
+                f"{where}: id differs from system/{name}/id row for row (record.md §6.1)",
+                path=join(self.path, name, "id"),
+            )
 
     def _check_alignment(self, i: int, located: Mapping[str, Any], names: list[str]) -> None:
         for name, (_, (_, start, stop)) in located.items():
@@ -666,7 +685,23 @@ class TrajectoryReader:
         if not problems:
             problems.extend(self._validate_alignment(readers))
             problems.extend(self._validate_precision(readers))
-        return problems
+        return [*problems, *self._validate_steps()]
+
+    def _validate_steps(self) -> list[tuple[str, str]]:
+        """Step numbers strictly increase (trajectory.md §1.1): a repeated or decreasing ``step``
+        entry, or a progression of two or more frames without a positive ``stride``."""
+        steps = self.steps()
+        if len(steps) < 2 or bool(np.all(np.diff(steps) > 0)):
+            return []
+        where = self.path if self.step_progression is not None else join(self.path, "step")
+        first = int(np.argmax(np.diff(steps) <= 0)) + 1
+        return [
+            (
+                where,
+                f"step {int(steps[first])} at frame {first} does not exceed the previous"
+                f" {int(steps[first - 1])}: step numbers strictly increase (trajectory.md §1.1)",
+            )
+        ]
 
     def _validate_alignment(self, readers: Mapping[str, BlockReader]) -> list[tuple[str, str]]:
         problems = []
@@ -674,7 +709,8 @@ class TrajectoryReader:
             aligned = readers.get(name)
             system = self.system.get(name)
             if aligned is not None and system is not None:
-                for ordinal, count in aligned.counts():
+                counts = aligned.counts()
+                for ordinal, count in counts:
                     if count != system.count:
                         problems.append(
                             (
@@ -683,6 +719,8 @@ class TrajectoryReader:
                                 f" {system.count} (trajectory.md §1.5)",
                             )
                         )
+                if all(c == system.count for _, c in counts):
+                    problems.extend(self._validate_system_ids(aligned, counts))
             if spec.aligned_with is None or aligned is None:
                 continue
             ordinals = {o for o, _ in aligned.counts()}
@@ -699,6 +737,21 @@ class TrajectoryReader:
                 except InvalidRecord as exc:
                     problems.append((exc.path or aligned.path, exc.message))
         return problems
+
+    def _validate_system_ids(
+        self, reader: BlockReader, counts: list[tuple[int, int]]
+    ) -> list[tuple[str, str]]:
+        """Every update's ``id`` against ``system``'s, each update holding the system's rows."""
+        if "id" not in reader.columns or "id" not in self.system[reader.name]:
+            return []
+        rows = self.system[reader.name].count
+        try:
+            for j, (ordinal, _) in enumerate(counts):
+                block = reader.rows(j * rows, (j + 1) * rows, ["id"])
+                self._check_system_ids(reader.name, block, f"update at ordinal {ordinal}")
+        except InvalidRecord as exc:
+            return [(exc.path or reader.path, exc.message)]
+        return []
 
     def _validate_precision(self, readers: Mapping[str, BlockReader]) -> list[tuple[str, str]]:
         problems = []
