@@ -13,6 +13,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from mrecd.errors import (
     ProducerFenced,
     SequenceGap,
     StepOrderError,
+    WriterBusy,
 )
 
 
@@ -263,3 +266,27 @@ def test_the_state_survives_sigkill(tmp_path: Path) -> None:
         more = [mrecd.Frame({"atoms": {"x": np.full(3, 50.0)}}, step=50)]
         assert traj.extend_once(more, Producer("job", 1, 5)) == Appended(11, 10, 1)
         assert len(traj) == 11
+
+
+def test_acquire_writer_waits_for_the_lease(tmp_path: Path) -> None:
+    with mrecd.open(tmp_path / "data").create_record("r", meta={"name": "r"}) as record:
+        assert record.trajectory is not None
+        record.trajectory.append(frame(0))
+    holder = mrecd.open(tmp_path / "data").record("r", "r+")
+    waiter = mrecd.open(tmp_path / "data").record("r", "r+")
+    assert holder.trajectory is not None and waiter.trajectory is not None
+    holder.trajectory.append(frame(10))
+    started = time.monotonic()
+    with pytest.raises(WriterBusy):
+        waiter.trajectory.acquire_writer(0.2)
+    assert time.monotonic() - started >= 0.2
+    timer = threading.Timer(0.2, holder.trajectory.release_writer)
+    timer.start()
+    assert waiter.trajectory.acquire_writer(10) == 2  # took it once released, re-read nstep
+    waiter.trajectory.append(frame(20))
+    waiter.close()
+    holder.close()
+    timer.join()
+    with mrecd.open(tmp_path / "data").record("r") as record:
+        assert record.trajectory is not None
+        assert list(record.trajectory.steps()) == [0, 10, 20]

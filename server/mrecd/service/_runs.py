@@ -168,11 +168,23 @@ class Runs:
 
     async def _commit_loop(self, name: str, queue: _Queue, settings: Settings) -> None:
         """Commit groups of ``name``'s queue until it is empty (one task per record)."""
+        loop = asyncio.get_running_loop()
+        held_since: float | None = None
         try:
             while queue.waiting or queue.parked:
                 if not queue.waiting and not await self._gap_wait(queue, settings):
                     continue
                 queue.parked = await self._commit_group(name, queue, settings)
+                if settings.workers == 1:
+                    continue  # one process: the writer and its lease stay, nobody waits on them
+                held_since = loop.time() if held_since is None else held_since
+                handover = loop.time() - held_since >= settings.writer_lease_hold_seconds
+                if queue.waiting and not handover:
+                    continue  # busy: the next group commits on the writer still open
+                await self._release_writer(name)
+                held_since = None
+                if queue.waiting:  # let a waiting worker take the lease before retaking it
+                    await asyncio.sleep(_HANDOVER_SECONDS)
         except BaseException as exc:  # never leave a request without an answer
             for request in [*queue.parked, *queue.waiting]:
                 if not request.future.done():
@@ -223,7 +235,7 @@ class Runs:
         except Exception as exc:  # the record is gone, the lease never came, a commit failed
             for request in group:
                 request.resolve(exc)
-            await self._forget_writer(name)
+            await self._release_writer(name)
             return []
         if outcome.flushed:
             self._group_committed(name, frames=outcome.frames, requests=outcome.requests)
@@ -237,8 +249,11 @@ class Runs:
                 request.resolve(answer)
         return waiting
 
-    async def _forget_writer(self, name: str) -> None:
-        """Drop ``name``'s writer after a failed commit: the next write re-reads the store."""
+    async def _release_writer(self, name: str) -> None:
+        """Commit and give ``name``'s writer lease up; the next write re-reads the store.
+
+        After every busy spell with several workers, and after a failed commit.
+        """
         held = self._open.get(name)
         if held is None:
             return
@@ -248,8 +263,9 @@ class Runs:
             if traj is not None:
                 traj.release_writer()
 
-        with contextlib.suppress(Exception):  # the failed commit's error went to its requests
-            await to_thread.run_sync(release)
+        async with self.lock(name):
+            with contextlib.suppress(Exception):  # a failed commit's error went to its requests
+                await to_thread.run_sync(release)
 
     def _group_committed(self, name: str, *, frames: int, requests: int) -> None:
         """One group commit of record ``name`` is durable: ``frames`` from ``requests`` POSTs.
@@ -278,6 +294,8 @@ class Runs:
 
 #: how often requests waiting on a gap look again when another process may fill it
 _SHARED_GAP_POLL = 0.05
+#: a pause after handing the lease over while busy: longer than a waiting worker's poll (10 ms)
+_HANDOVER_SECONDS = 0.015
 _arrivals = itertools.count()
 
 
@@ -325,20 +343,15 @@ class _Outcome:
 def _commit(traj: api.Trajectory, group: list[_Request], shared: bool, wait: float) -> _Outcome:
     """On a worker thread: admit ``group`` in order, then one durable flush.
 
-    ``shared`` (several processes write this store): take the writer lease
-    first, waiting up to ``wait`` s, re-reading what others committed, and give
-    it up after the flush.
+    ``shared`` (several processes write this store): hold the writer lease
+    first, waiting up to ``wait`` s; taking it re-reads what others committed.
     """
     if shared:
         traj.acquire_writer(wait)
-    try:
-        outcome = _admit_all(traj, group)
-        if outcome.requests:
-            traj.flush()
-            outcome.flushed = True
-    finally:
-        if shared:
-            traj.release_writer()
+    outcome = _admit_all(traj, group)
+    if outcome.requests:
+        traj.flush()
+        outcome.flushed = True
     return outcome
 
 
