@@ -159,6 +159,8 @@ class Runs:
             loop.time() + settings.producer_gap_wait_seconds,
             loop.create_future(),
         )
+        # an answer nobody awaits any more (the client went away) is not an unretrieved error
+        request.future.add_done_callback(lambda f: f.cancelled() or f.exception())
         queue.waiting.append(request)
         queue.wake.set()
         if queue.task is None or queue.task.done():
@@ -187,10 +189,12 @@ class Runs:
                     await asyncio.sleep(_HANDOVER_SECONDS)
         except BaseException as exc:  # never leave a request without an answer
             for request in [*queue.parked, *queue.waiting]:
-                if not request.future.done():
-                    request.future.set_exception(exc)
+                request.resolve(exc)
             queue.parked, queue.waiting = [], []
             raise
+        finally:
+            if self._queues.get(name) is queue:  # the next request starts a new queue
+                del self._queues[name]
 
     async def _gap_wait(self, queue: _Queue, settings: Settings) -> bool:
         """Wait while only gapped requests are queued; whether to try them again now.
@@ -314,7 +318,9 @@ class _Request:
     def resolve(self, answer: api.Appended | BaseException) -> None:
         if self.future.done():
             return
-        if isinstance(answer, BaseException):
+        if isinstance(answer, asyncio.CancelledError):
+            self.future.cancel()
+        elif isinstance(answer, BaseException):
             self.future.set_exception(answer)
         else:
             self.future.set_result(answer)
