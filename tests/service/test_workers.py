@@ -214,3 +214,20 @@ def test_a_single_worker_keeps_the_lease(make_client: Any, store_dir: Path) -> N
     assert _app_post(client, 10, 0).status_code == 200
     with pytest.raises(WriterBusy):
         _local_append(store_dir, 20, wait=0.3)
+
+
+def test_a_gap_is_filled_through_another_worker(make_client: Any, store_dir: Path) -> None:
+    """Sequence 1 waits in one worker while sequence 0 lands through another."""
+    with mrecd.open(store_dir).create_record("w", meta={"name": "w"}) as record:
+        assert record.trajectory is not None
+        record.trajectory.append(make_frame(0))
+    first, second = make_client(workers=2), make_client(workers=2)
+    answers: dict[int, Any] = {}
+    later = threading.Thread(target=lambda: answers.update({1: _app_post(first, 20, 1)}))
+    later.start()
+    time.sleep(0.3)  # sequence 1 is parked in the first worker
+    answers[0] = _app_post(second, 10, 0)
+    later.join(30)
+    assert answers[0].json() == {"nstep": 2, "first": 1, "count": 1, "duplicate": False}
+    assert answers[1].json() == {"nstep": 3, "first": 2, "count": 1, "duplicate": False}
+    assert second.get("/v1/records/w/trajectory/steps").json()["steps"] == [0, 10, 20]
