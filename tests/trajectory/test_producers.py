@@ -23,7 +23,7 @@ import pytest
 
 import mrecd
 from mrecd.api import Appended, Producer, validate_record
-from mrecd.api._trajectory import Trajectory
+from mrecd.api._trajectory import Trajectory, open_trajectory
 from mrecd.bindings.zarr._producers import MAX_ANSWERS, MAX_PRODUCERS, ProducerTable
 from mrecd.errors import (
     InvalidRecord,
@@ -33,6 +33,8 @@ from mrecd.errors import (
     StepOrderError,
     WriterBusy,
 )
+
+from .conftest import make_root
 
 
 def frame(step: int, n: int = 3) -> mrecd.Frame:
@@ -290,3 +292,56 @@ def test_acquire_writer_waits_for_the_lease(tmp_path: Path) -> None:
     with mrecd.open(tmp_path / "data").record("r") as record:
         assert record.trajectory is not None
         assert list(record.trajectory.steps()) == [0, 10, 20]
+
+
+_PRODUCER_CHILD = """
+import sys
+import numpy as np
+import mrecd
+from mrecd.api import Producer
+from mrecd.api._trajectory import open_trajectory
+root, epoch = sys.argv[1], int(sys.argv[2])
+traj = open_trajectory(root, flush_every=2)  # automatic commits inside every batch too
+seq = len(traj) // 3
+while True:
+    batch = [mrecd.Frame({"atoms": {"x": np.full(3, float(3 * seq + k))}}, step=3 * seq + k)
+             for k in range(3)]
+    traj.extend_once(batch, Producer("job", epoch, seq))
+    if seq % 3 == 0:
+        traj.flush()
+        print("DURABLE", seq, flush=True)
+    seq += 1
+"""
+
+
+def test_sigkill_mid_stream_keeps_the_state_and_the_frames_together(tmp_path: Path) -> None:
+    root = make_root(tmp_path / "run.mrec")
+    durable = -1
+    for kill, delay in enumerate((0.6, 0.9, 1.3)):
+        child = subprocess.Popen(
+            [sys.executable, "-c", _PRODUCER_CHILD, str(root), "0"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=os.environ,
+        )
+        time.sleep(delay + (3.0 if kill == 0 else 0))  # the first start imports numpy, zarr
+        child.send_signal(signal.SIGKILL)
+        out, _ = child.communicate(timeout=30)
+        seen = [int(line.split()[1]) for line in out.splitlines() if line.startswith("DURABLE")]
+        durable = max([durable, *seen])
+        traj = open_trajectory(root)
+        n = len(traj)
+        attribute = marker_at(root)["mrecd_producers"]
+        stored = attribute[0]["seq"]
+        assert n == 3 * (stored + 1), "frames and producer state committed apart"
+        assert stored >= durable
+        assert attribute[0]["answers"][-1] == [stored, 3 * stored, 3]
+        assert [f.step for f in traj] == list(range(n))
+        retry = frames(3 * stored, 3 * stored + 1, 3 * stored + 2)
+        assert traj.extend_once(retry, Producer("job", 0, stored)) == Appended(n, n - 3, 3, True)
+        traj.close()
+    assert durable >= 0
+
+
+def marker_at(root: Path) -> dict[str, Any]:
+    return dict(json.loads((root / "trajectory" / "zarr.json").read_text())["attributes"])
