@@ -1,10 +1,13 @@
 """Open records of one service process: one ``r+`` handle (and writer) per record name.
 
 A record's :class:`~mrecd.api.Trajectory` stays open between requests, so it
-keeps its writer lease; an :class:`asyncio.Lock` per name serializes appends
-in arrival order. Unborn records (created with a name and meta only) live
-here until their first frames put them on the store. Every method that
-touches the store runs on a worker thread.
+keeps its writer lease (with several workers: only while it has appends
+queued). Appends queue per record and one task per record commits them in
+groups, in arrival order, under an :class:`asyncio.Lock` per name (also taken
+by create and delete): every request queued when a commit starts is admitted
+and all of them made durable by one flush. Unborn records (created with a
+name and meta only) live here until their first frames put them on the
+store. Every method that touches the store runs on a worker thread.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 from anyio import to_thread
 
 from .. import api
-from ..errors import AlreadyExists, MrecdError, NotFound, SequenceGap
+from ..errors import AlreadyExists, NotFound, SequenceGap
 from ..model import Frame
 from .settings import Settings
 
@@ -374,7 +377,7 @@ def _admit_all(traj: api.Trajectory, group: list[_Request]) -> _Outcome:
                 gapped.append(request)
                 outcome.answers[id(request)] = gap
                 continue
-            except MrecdError as refusal:
+            except Exception as refusal:  # this request's alone, not the group's
                 outcome.answers[id(request)] = refusal
                 continue
             outcome.answers[id(request)] = answer
