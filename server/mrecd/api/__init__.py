@@ -21,11 +21,12 @@ from ._collection import (
 from ._protocols import FrameSlice, TrajectoryLike
 from ._record import StoredRecord, create_record, open_record, pack_record
 from ._runsurface import HostMetrics, host_metric_stems, open_host_metrics
-from ._trajectory import Trajectory
+from ._trajectory import Appended, Producer, Trajectory
 from ._validate import validate_record
 from ._violations import Violation
 
 __all__ = [
+    "Appended",
     "ByteRange",
     "ByteRequest",
     "Catalog",
@@ -35,6 +36,7 @@ __all__ = [
     "HostMetrics",
     "ObjectInfo",
     "Offset",
+    "Producer",
     "RecordOutOfRange",
     "StoredRecord",
     "Suffix",
