@@ -138,3 +138,25 @@ async def contains(client: Any, name: str) -> bool:
     if isinstance(client, AsyncClient):
         return await client.contains(name)
     return name in client
+
+
+async def take(items: Any, n: int) -> list[Any]:
+    """The first ``n`` items of an iterator or async iterator, which is then closed."""
+    out: list[Any] = []
+    if hasattr(items, "__aiter__"):
+        try:
+            async for item in items:
+                out.append(item)
+                if len(out) == n:
+                    break
+        finally:
+            await items.aclose()
+        return out
+    try:
+        for item in items:
+            out.append(item)
+            if len(out) == n:
+                break
+    finally:
+        items.close()
+    return out
