@@ -150,8 +150,8 @@ class AsyncClient:
         NotFound
             No record of that name.
         """
-        check_mode(mode)
         summary = self._core.record_summary(await self._send(self._core.summary(name)))
+        check_mode(mode)
         record = AsyncRemoteRecord(self, name, summary, read_only=mode == "r")
         await asyncio.gather(*(record._load(s) for s in ("meta", "status", "method")))
         return record

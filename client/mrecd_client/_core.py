@@ -658,9 +658,13 @@ def check_index(i: object) -> int:
 
 
 def resolve(i: int, n: int) -> int:
-    """Ordinal ``i`` of ``n`` frames (negative counts from the end); ``IndexError`` outside."""
+    """Ordinal ``i`` of ``n`` frames (negative counts from the end); ``IndexError`` outside.
+
+    ``n`` is the handle's ``len``: as locally, frames another writer added
+    since are read after :meth:`refresh`.
+    """
     j = i + n if i < 0 else i
-    if j < 0:
+    if not 0 <= j < n:
         raise IndexError(f"frame {i} is outside the {n} frames")
     return j
 

@@ -191,8 +191,8 @@ class Client:
         NotFound
             No record of that name.
         """
-        check_mode(mode)
         summary = self._core.record_summary(self._send(self._core.summary(name)))
+        check_mode(mode)
         return RemoteRecord(self, name, summary, read_only=mode == "r")
 
     def records(self, prefix: str | None = None) -> list[str]:
