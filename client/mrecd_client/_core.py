@@ -333,6 +333,8 @@ class Pipeline:
     def _forget(self, batch: Batch) -> None:
         if batch in self.in_flight:
             self.in_flight.remove(batch)
+        # a done batch is only waited on; dropping its links keeps memory flat over a long run
+        batch.previous, batch.frames, batch.body = None, [], b""
 
     def claim(self, producer: Producer) -> None:
         """Append as ``producer`` from now on, from sequence 0 (nothing may be queued)."""
