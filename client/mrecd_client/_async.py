@@ -486,11 +486,10 @@ class AsyncRemoteTrajectory:
                     if event.event != "commit":
                         continue
                     nstep = int(json.loads(event.data)["nstep"])
-                    if nstep > seen:
-                        async for frame in self._stream(range(seen, nstep), nstep):
-                            yield frame
-                        seen = nstep
-                        self._pipeline.nstep = max(self._pipeline.nstep, nstep)
+                    async for frame in self._stream(range(seen, nstep), nstep):
+                        seen += 1
+                        self._pipeline.nstep = max(self._pipeline.nstep, seen)  # len() follows
+                        yield frame
                     attempt = 0
             except httpx.TransportError as exc:
                 attempt += 1

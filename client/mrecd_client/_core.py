@@ -264,10 +264,21 @@ class Pipeline:
     error: BaseException | None = None
     last: Batch | None = None
     fenced: ProducerFenced | None = None
+    acked_seq: int = -1
 
     def queued(self) -> int:
-        """Frames not yet acknowledged: pending here and in flight."""
-        return len(self.pending) + sum(len(b.frames) for b in self.in_flight)
+        """Frames not yet on the server as far as known: pending here, and in flight.
+
+        Batches land in sequence order, so an answer to sequence ``s`` (whose
+        ``nstep`` counts every batch before it) means the batches before ``s``
+        have landed too, even while their own answers are still on the way.
+        """
+        unanswered = sum(
+            len(b.frames)
+            for b in self.in_flight
+            if b.producer == self.producer and b.seq > self.acked_seq
+        )
+        return len(self.pending) + unanswered
 
     def __len__(self) -> int:
         return self.nstep + self.queued()
@@ -305,6 +316,8 @@ class Pipeline:
         """Record the server's answer to ``batch``."""
         batch.answer, batch.done = answer, True
         self.nstep = max(self.nstep, answer.nstep)
+        if batch.producer == self.producer:
+            self.acked_seq = max(self.acked_seq, batch.seq)
         self._forget(batch)
 
     def failed(self, batch: Batch, error: BaseException) -> None:
@@ -320,7 +333,7 @@ class Pipeline:
             self.pending.clear()
             return
         self.producer = Producer(self.producer.id, self.producer.epoch + 1)
-        self.next_seq, self.last = 0, None
+        self.next_seq, self.last, self.acked_seq = 0, None, -1
         self.pending.clear()
 
     def take_error(self) -> BaseException | None:
@@ -343,7 +356,7 @@ class Pipeline:
                 "claim a producer before appending, or after flush(): frames are queued",
                 path="producer",
             )
-        self.producer, self.next_seq, self.last = producer, 0, None
+        self.producer, self.next_seq, self.last, self.acked_seq = producer, 0, None, -1
 
 
 # -- requests and responses --------------------------------------------------------------------
@@ -407,13 +420,15 @@ class Core:
             headers = {"Content-Type": JSON, **(headers or {})}
         elif content is not None:
             extra["content"] = content
-        return httpx.Request(
+        request = httpx.Request(
             method,
             f"{self.url}{API}{path}",
             params=query,
             headers={**self.headers(), **(headers or {})},
             **extra,
         )
+        request.extensions["timeout"] = httpx.Timeout(self.timeout).as_dict()
+        return request
 
     @staticmethod
     def record_path(name: str) -> str:
@@ -455,7 +470,9 @@ class Core:
 
     def ready(self) -> httpx.Request:
         """The readiness probe (the store is reachable)."""
-        return httpx.Request("GET", f"{self.url}/readyz", headers=self.headers())
+        request = httpx.Request("GET", f"{self.url}/readyz", headers=self.headers())
+        request.extensions["timeout"] = httpx.Timeout(self.timeout).as_dict()
+        return request
 
     def trajectory(self, name: str) -> httpx.Request:
         """The trajectory summary: ``nstep`` and the declaration."""
@@ -523,7 +540,8 @@ class Core:
             },
         )
         # the server sends a keep-alive every 15 s: only a longer silence is a failure
-        request.extensions["timeout"] = httpx.Timeout(self.timeout, read=max(60.0, self.timeout))
+        timeout = httpx.Timeout(self.timeout, read=max(60.0, self.timeout))
+        request.extensions["timeout"] = timeout.as_dict()
         return request
 
     # -- parsing -------------------------------------------------------------------------------

@@ -614,11 +614,11 @@ class RemoteTrajectory(Sequence[Frame]):
                     if event.event != "commit":
                         continue
                     nstep = int(json.loads(event.data)["nstep"])
-                    if nstep > seen:
-                        yield from self._stream(range(seen, nstep), nstep)
-                        seen = nstep
-                        with self._lock:
-                            self._pipeline.nstep = max(self._pipeline.nstep, nstep)
+                    for frame in self._stream(range(seen, nstep), nstep):
+                        seen += 1
+                        with self._lock:  # len() follows what was seen
+                            self._pipeline.nstep = max(self._pipeline.nstep, seen)
+                        yield frame
                     attempt = 0
             except httpx.TransportError as exc:
                 attempt += 1
