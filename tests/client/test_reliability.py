@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -32,6 +32,7 @@ class Faulty(httpx.BaseTransport, httpx.AsyncBaseTransport):
     """Forwards to the server; ``rule(request, n)`` (``n``: how many such requests so far) says
 
     ``"drop"`` (forward, then raise ``ReadError`` as if the answer were lost),
+    ``"cut"`` (forward, then break the body off halfway with a ``ReadError``),
     ``"refuse"`` (``ConnectError``, nothing sent), ``"busy"`` (answer 503 without
     forwarding), ``"hold"`` (forward after 0.3 s), or ``None`` (forward).
     """
@@ -64,9 +65,11 @@ class Faulty(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if action == "hold":
             time.sleep(0.3)
         response = self.sync.handle_request(request)
-        if action == "drop":
+        if action in ("drop", "cut"):
             response.read()
             response.close()
+            if action == "cut":
+                return _cut(response, request)
             raise httpx.ReadError("answer dropped by the test", request=request)
         return response
 
@@ -79,11 +82,36 @@ class Faulty(httpx.BaseTransport, httpx.AsyncBaseTransport):
         if action == "hold":
             await asyncio.sleep(0.3)
         response = await self.async_.handle_async_request(request)
-        if action == "drop":
+        if action in ("drop", "cut"):
             await response.aread()
             await response.aclose()
+            if action == "cut":
+                return _cut(response, request)
             raise httpx.ReadError("answer dropped by the test", request=request)
         return response
+
+
+class BrokenBody(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """Some bytes of a body, then the connection breaks."""
+
+    def __init__(self, head: bytes, request: httpx.Request) -> None:
+        self.head, self.request = head, request
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield self.head
+        raise httpx.ReadError("body broken off by the test", request=self.request)
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.head
+        raise httpx.ReadError("body broken off by the test", request=self.request)
+
+
+def _cut(response: httpx.Response, request: httpx.Request) -> httpx.Response:
+    """``response`` with only the first half of its (decoded) body, then a broken connection."""
+    skip = {"content-length", "content-encoding", "transfer-encoding"}
+    headers = [(k, v) for k, v in response.headers.items() if k.lower() not in skip]
+    body = BrokenBody(response.content[: len(response.content) // 2], request)
+    return httpx.Response(response.status_code, headers=headers, stream=body, request=request)
 
 
 def _is_post(request: httpx.Request) -> bool:
@@ -253,3 +281,21 @@ async def test_follow_resumes_after_a_broken_stream(
     assert [f.step for f in got] == [1, 2, 3]
     events = [h for h in transport.headers if h.get("accept") == "text/event-stream"]
     assert events and all(h["last-event-id"] == "1" for h in events)
+
+
+async def test_a_slice_stream_broken_off_resumes_where_it_stopped(
+    make_client: Callable[..., Any], live_server: str
+) -> None:
+    def rule(request: httpx.Request, n: int) -> str | None:
+        streamed = request.url.path.endswith("/frames") and request.method == "GET"
+        return "cut" if streamed and "start=3" in str(request.url) else None
+
+    transport = Faulty(rule)
+    client = make_client(live_server, transport=transport)
+    frames = [make_frame(s) for s in range(20)]
+    traj = (await wait(client.create_record("cut"))).trajectory
+    await wait(traj.extend(frames))
+    await wait(traj.flush())
+    got = await collect(traj[3:])
+    assert [f.step for f in got] == list(range(3, 20)) and got == frames[3:]
+    assert ("GET", "cut") in transport.actions
