@@ -49,6 +49,11 @@ NO_SECTION_WRITES = (
 )
 RUN_SURFACE = "observables and metrics are not served yet (run-surface routes are a later issue)"
 AWAITED_PROPERTY = "I/O in async code is awaited: a coroutine method instead of a property"
+LEASE = "the writer lease is the server's: it serializes the appends of every client"
+ONCE = (
+    "the local form of one producer batch; the client's append/extend already travel as"
+    " idempotent-producer batches (claim() names the producer)"
+)
 
 #: pair -> member -> why the client differs there
 INTENDED_DIFFERENCES: dict[str, dict[str, str]] = {
@@ -79,6 +84,9 @@ INTENDED_DIFFERENCES: dict[str, dict[str, str]] = {
         "metrics": RUN_SURFACE,
     },
     "Trajectory/RemoteTrajectory": {
+        "acquire_writer": LEASE,
+        "release_writer": LEASE,
+        "extend_once": ONCE,
         "producer": "the idempotent producer this handle appends as (service contract)",
         "claim": "a restarted job claims its producer id with a higher epoch",
         "follow": "frames as they are committed, from the server-sent events stream",
@@ -118,6 +126,9 @@ INTENDED_DIFFERENCES: dict[str, dict[str, str]] = {
         "forcefield": AWAITED_PROPERTY,
     },
     "Trajectory/AsyncRemoteTrajectory": {
+        "acquire_writer": LEASE,
+        "release_writer": LEASE,
+        "extend_once": ONCE,
         "producer": "the idempotent producer this handle appends as (service contract)",
         "claim": "a restarted job claims its producer id with a higher epoch",
         "follow": "frames as they are committed, from the server-sent events stream",
