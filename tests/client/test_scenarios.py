@@ -169,3 +169,16 @@ def test_listing_and_deleting(catalog: Any) -> None:
     catalog.delete_record("b")
     assert catalog.records() == ["a", "c-1"] and "b" not in catalog
     assert catalog.local_path is None or Path(catalog.local_path).is_dir()
+
+
+def test_a_record_without_trajectory_gets_one_from_its_first_frames(catalog: Any) -> None:
+    record = catalog.create_record("static", system=SYSTEM, meta={"kind": "minimized"})
+    assert record.exists and "trajectory" not in record.sections
+    traj = record.trajectory
+    assert traj is not None and len(traj) == 0 and traj.declaration is None
+    assert append_and_flush(traj, make_frame(0), make_frame(1)) == 2
+    assert "trajectory" in record.sections and traj.declaration is not None
+    record.close()
+    reread = catalog.record("static")
+    assert reread.system == SYSTEM and [f.step for f in reread.trajectory] == [0, 1]
+    reread.close()
