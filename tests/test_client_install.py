@@ -24,6 +24,7 @@ SERVER_ONLY = (
     "obstore",
     "fastapi",
     "uvicorn",
+    "starlette",
     "numcodecs",
     "google_crc32c",
     "tqdm",
@@ -31,6 +32,7 @@ SERVER_ONLY = (
     "mrecd.bindings",
     "mrecd.api",
     "mrecd.server",
+    "mrecd.service",
 )
 
 
@@ -66,6 +68,16 @@ def test_light_imports_load_no_server_part(statement: str) -> None:
     assert _loaded_after(statement) == []
 
 
+def test_building_clients_loads_no_server_part() -> None:
+    statement = (
+        "import mrecd_client; "
+        "c = mrecd_client.Client('http://127.0.0.1:9', token='t'); "
+        "a = mrecd_client.AsyncClient('http://127.0.0.1:9'); "
+        "c.close()"
+    )
+    assert _loaded_after(statement) == []
+
+
 def test_the_local_api_does_load_them() -> None:
     # the control: the check above sees these modules when they are imported
     assert {"zarr", "lmdb", "mrecd.bindings", "mrecd.api"} <= set(_loaded_after("import mrecd.api"))
@@ -75,7 +87,7 @@ def test_the_client_side_works_with_the_server_extra_missing() -> None:
     code = """
         import importlib.abc, sys
 
-        SERVER = {"zarr", "lmdb", "obstore", "fastapi", "uvicorn"}
+        SERVER = {"zarr", "lmdb", "obstore", "fastapi", "uvicorn", "starlette"}
         SERVER |= {"numcodecs", "google_crc32c", "tqdm"}
 
         class NotInstalled(importlib.abc.MetaPathFinder):
@@ -87,6 +99,12 @@ def test_the_client_side_works_with_the_server_extra_missing() -> None:
         sys.meta_path.insert(0, NotInstalled())
         import mrecd, mrecd_client
         from mrecd.errors import MrecdError
+
+        with mrecd_client.Client("http://127.0.0.1:9", token="t", retries=0) as client:
+            try:
+                client.records()
+            except mrecd.RetryableError:
+                pass  # nothing listens there: the transport failure maps into the error tree
 
         frame = mrecd.Frame({"atoms": {"x": [0.0, 1.5]}}, meta={"pe": -1.0}, step=3)
         back = mrecd.decode_frame(mrecd.encode_frame(frame))
