@@ -17,6 +17,7 @@ from anyio import to_thread
 from .. import api
 from ..errors import AlreadyExists, NotFound
 from ..model import Frame
+from ._metrics import observe_commit
 
 __all__ = ["Runs"]
 
@@ -137,7 +138,9 @@ class Runs:
                 traj.extend(frames, expected_nstep=expected_nstep)
                 return traj.flush(), first
 
-            return await to_thread.run_sync(commit)
+            committed = await to_thread.run_sync(commit)
+            observe_commit(frames=len(frames), requests=1)  # metrics: one commit completed
+            return committed
 
     async def delete(self, name: str) -> None:
         """Delete record ``name``, closing this process's handle first."""

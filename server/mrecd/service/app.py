@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from anyio import to_thread
 from fastapi import FastAPI
+from starlette_compress import CompressMiddleware, add_compress_type
 
 from .. import __version__, api
+from ._metrics import ObserveRequests, ServiceMetrics
 from ._runs import Runs
-from .problems import install_handlers
+from .media import COMPRESSIBLE
+from .problems import add_problem_schema, install_handlers
 from .routes import ops, records, trajectory
 from .settings import Settings
 
@@ -51,8 +55,32 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.settings = settings
+    app.state.metrics = ServiceMetrics()
     install_handlers(app)
     app.include_router(ops.router)
     app.include_router(trajectory.router, prefix="/v1")  # before records' /{name}/{section}
     app.include_router(records.router, prefix="/v1")
+    _add_middleware(app)
+    app.openapi = _with_problem_schema(app)  # type: ignore[method-assign]
     return app
+
+
+def _add_middleware(app: FastAPI) -> None:
+    """Compression inside, observation outside (it counts the bytes as sent on the wire)."""
+    for media_type in COMPRESSIBLE:
+        add_compress_type(media_type)
+    # gzip and zstd only (as service.md says); SSE is flushed per event, never buffered
+    app.add_middleware(CompressMiddleware, minimum_size=500, brotli=False)
+    app.add_middleware(ObserveRequests, metrics=app.state.metrics)
+
+
+def _with_problem_schema(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """``app.openapi`` that also carries the ``Problem`` schema the error responses name."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = add_problem_schema(generate())
+        return app.openapi_schema
+
+    return openapi

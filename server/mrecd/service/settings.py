@@ -59,6 +59,11 @@ class Settings(BaseSettings):
         Largest ``limit`` of a record listing page (and its default).
     events_poll_seconds
         How often a server-sent event stream re-reads the commit marker.
+    metrics_anonymous
+        Who may read ``/metrics`` without a token when tokens are configured:
+        ``loopback`` (default: a scraper on the same host), ``always`` (a scraper
+        on the network; the metrics name routes, never records) or ``never``
+        (a token with ``read`` on every name).
     """
 
     model_config = SettingsConfigDict(env_prefix="MRECD_", extra="ignore")
@@ -71,3 +76,4 @@ class Settings(BaseSettings):
     max_atoms_per_frame: int = Field(default=50_000_000, gt=0)
     page_limit: int = Field(default=1000, gt=0)
     events_poll_seconds: float = Field(default=0.1, gt=0)
+    metrics_anonymous: Literal["loopback", "always", "never"] = "loopback"
