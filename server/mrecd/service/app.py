@@ -12,6 +12,7 @@ from starlette_compress import CompressMiddleware, add_compress_type
 
 from .. import __version__, api
 from ._metrics import ObserveRequests, ServiceMetrics
+from ._packs import Packs
 from ._runs import Runs
 from .media import COMPRESSIBLE
 from .problems import add_problem_schema, install_handlers
@@ -43,10 +44,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         catalog = await to_thread.run_sync(api.open, settings.store)
         app.state.runs = Runs(catalog)
+        app.state.packs = Packs(app.state.runs)
         try:
             yield
         finally:
             await app.state.runs.aclose()
+            app.state.packs.close()
 
     app = FastAPI(
         title="mrecd",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ... import api
@@ -13,13 +13,24 @@ from ...errors import NotFound
 from ...forcefield import ForceField
 from ...model import Declaration, Frame
 from .. import media
+from .._packs import Packs
 from ..deps import Admin, Append, Read, RunsDep, SettingsDep, check_scope
-from ..problems import HTTPProblem
+from ..problems import HTTPProblem, problem_responses
 from ._common import blocking
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["records"])
+
+ZIP = "application/zip"
+
+
+def _packs(request: Request) -> Packs:
+    packs: Packs = request.app.state.packs
+    return packs
+
+
+PacksDep = Annotated[Packs, Depends(_packs)]
 
 Section = Literal["meta", "system", "frame", "status", "method", "forcefield"]
 
@@ -100,6 +111,70 @@ async def create_record(
     created, _name = await runs.create(name, exist_ok, **content)
     response.status_code = 201 if created else 200
     return Created(name=name, created=created)
+
+
+_ZIP_EXAMPLE = "PK\u0003\u0004 ... (a stored, uncompressed zip of the record's Zarr keys)"
+
+
+@router.head("/records/{name}.mrec.zip", include_in_schema=False)
+@router.get(
+    "/records/{name}.mrec.zip",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": "The packed record (chunking.md §7), streamed",
+            "content": {ZIP: {"schema": {"type": "string", "format": "binary"}}},
+            "headers": {"ETag": {"description": "strong; changes with every commit"}},
+        },
+        206: {
+            "description": "The bytes of the one range asked for (Content-Range)",
+            "content": {ZIP: {"schema": {"type": "string", "format": "binary"}}},
+        },
+        304: {"description": "If-None-Match names the current ETag"},
+        **problem_responses(404, 416),
+    },
+)
+async def download_record(
+    name: str,
+    request: Request,
+    packs: PacksDep,
+    _: Read,
+    wanted: Annotated[
+        str | None, Header(alias="Range", description="bytes=<a>-<b>, <a>- or -<n>")
+    ] = None,
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """Record ``name`` as one ``.mrec.zip``, streamed; ``Range`` gives 206 (one range).
+
+    A live record is packed at its current commit (the ETag names that state;
+    a later Range request with the same ETag reads the same bytes). Open the
+    file with ``mrecd.open_record("name.mrec.zip")``. This route wins over
+    ``GET /v1/records/{name}`` for a name ending in ``.mrec.zip``.
+    """
+    packed = await packs.packed(name)
+    headers = {
+        "ETag": packed.etag,
+        "Accept-Ranges": "bytes",
+        "Cache-Control": "no-cache",
+        "Content-Disposition": f'attachment; filename="{name}.mrec.zip"',
+    }
+    if if_none_match is not None and packed.etag in _tags(if_none_match):
+        return Response(status_code=304, headers=headers)
+    byte_range = None if wanted is None else _byte_range(wanted, packed.size)
+    start, stop = (0, packed.size) if byte_range is None else _span(byte_range, packed.size)
+    headers["Content-Length"] = str(stop - start)
+    status = 200
+    if byte_range is not None:
+        status = 206
+        headers["Content-Range"] = f"bytes {start}-{stop - 1}/{packed.size}"
+    if request.method == "HEAD":
+        return Response(status_code=status, headers=headers, media_type=ZIP)
+    body = packs.chunks(packed, start, stop)
+    return StreamingResponse(body, status_code=status, headers=headers, media_type=ZIP)
+
+
+def _tags(header: str) -> list[str]:
+    return [t.strip() for t in header.split(",")]
 
 
 @router.get("/records/{name}")
@@ -195,12 +270,13 @@ def _unsatisfiable(size: int) -> api.ByteRequest:
     )
 
 
-def _range_start(request: api.ByteRequest, size: int) -> int:
+def _span(request: api.ByteRequest, size: int) -> tuple[int, int]:
+    """Bytes ``[start, stop)`` of an object of ``size`` bytes that ``request`` asks for."""
     if isinstance(request, api.ByteRange):
-        return request.start
+        return request.start, min(request.end, size)
     if isinstance(request, api.Offset):
-        return request.offset
-    return max(0, size - request.length)
+        return request.offset, size
+    return max(0, size - request.length), size
 
 
 @router.head("/records/{name}/zarr/{key:path}", include_in_schema=False)
@@ -229,6 +305,6 @@ async def read_zarr_key(
         raise NotFound(f"record {name!r} has no key {key!r}", path=key)
     if byte_range is None:
         return Response(data, media_type=kind, headers=headers)
-    start = _range_start(byte_range, info.size)
+    start, _stop = _span(byte_range, info.size)
     headers["Content-Range"] = f"bytes {start}-{start + len(data) - 1}/{info.size}"
     return Response(data, status_code=206, media_type=kind, headers=headers)
