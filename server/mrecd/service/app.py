@@ -15,7 +15,7 @@ from ._metrics import ObserveRequests, ServiceMetrics
 from ._packs import Packs
 from ._runs import Runs
 from .media import COMPRESSIBLE
-from .problems import add_problem_schema, install_handlers
+from .problems import add_problem_schema, install_handlers, problem_responses
 from .routes import ops, records, trajectory
 from .settings import Settings
 
@@ -60,9 +60,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.metrics = ServiceMetrics()
     install_handlers(app)
-    app.include_router(ops.router)
-    app.include_router(trajectory.router, prefix="/v1")  # before records' /{name}/{section}
-    app.include_router(records.router, prefix="/v1")
+    app.include_router(ops.router, responses=problem_responses(500))
+    # every /v1 route may refuse a token (401, 403), a name or parameter (422) or fail (500, 503)
+    common = problem_responses(401, 403, 422, 500, 503)
+    app.include_router(trajectory.router, prefix="/v1", responses=common)  # before /{section}
+    app.include_router(records.router, prefix="/v1", responses=common)
     _add_middleware(app)
     app.openapi = _with_problem_schema(app)  # type: ignore[method-assign]
     return app

@@ -49,7 +49,8 @@ class Problem(BaseModel):
 
 #: What each status means here, and an example problem of it (for the OpenAPI document).
 _STATUSES: Final[dict[int, tuple[str, str, str, str]]] = {
-    400: ("Bad request", "bad-request", "Bad request", "Range: the header is malformed"),
+    400: ("Frame bytes that do not decode", "invalid-frame-bytes", "Invalid frame bytes",
+          "a frame stream ends inside a length prefix"),
     401: ("No or unknown bearer token", "unauthorized", "Unauthorized",
           "read access needs a bearer token"),
     403: ("The token lacks the scope or the name prefix", "forbidden", "Forbidden",
@@ -58,8 +59,10 @@ _STATUSES: Final[dict[int, tuple[str, str, str, str]]] = {
           "no record named 'run-1'"),
     406: ("Accept names none of the offered media types", "not-acceptable", "Not acceptable",
           "Accept 'text/csv' names none of the offered types: application/x-mrec-frame"),
-    409: ("The record exists, or a step repeats or decreases", "conflict", "Conflict",
-          "record 'run-1' exists"),
+    405: ("The record is read-only (packed)", "read-only", "Read-only",
+          "record 'run-1' is packed: it takes no appends"),
+    409: ("The record exists, or a step repeats or decreases", "already-exists",
+          "Already exists", "record 'run-1' exists"),
     412: ("If-Match or ?nstep= names an nstep that does not hold", "precondition-failed",
           "Precondition failed", "expected nstep 3, the trajectory holds 5 frames"),
     413: ("Body, frames per request above the limits", "content-too-large",

@@ -13,6 +13,7 @@ from ...errors import NotFound
 from ...forcefield import ForceField
 from ...model import Declaration, Frame
 from .. import media
+from .._examples import BINARY, SUMMARY, binary, json_example
 from .._packs import Packs
 from ..deps import Admin, Append, Read, RunsDep, SettingsDep, check_scope
 from ..problems import HTTPProblem, problem_responses
@@ -38,7 +39,10 @@ Section = Literal["meta", "system", "frame", "status", "method", "forcefield"]
 class RecordBody(BaseModel):
     """The body of ``PUT /v1/records/{name}``: every member optional (a name alone starts a run)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"meta": {"temperature_K": 300}}, {}]},
+    )
 
     meta: dict[str, Any] | None = None
     system: dict[str, Any] | None = Field(default=None, description="a frame, JSON form")
@@ -77,7 +81,10 @@ def _content(body: RecordBody) -> dict[str, Any]:
     return out
 
 
-@router.get("/records")
+@router.get(
+    "/records",
+    responses={200: json_example({"records": ["run-1", "run-2"], "next": "run-2"})},
+)
 async def list_records(
     request: Request,
     runs: RunsDep,
@@ -96,7 +103,19 @@ async def list_records(
     return RecordList(records=page, next=page[-1] if len(after) > size else None)
 
 
-@router.put("/records/{name}", status_code=201)
+@router.put(
+    "/records/{name}",
+    status_code=201,
+    responses={
+        201: json_example({"name": "run-1", "created": True}),
+        200: {
+            "description": "It existed and exist_ok=true",
+            "model": Created,
+            **json_example({"name": "run-1", "created": False}),
+        },
+        **problem_responses(400, 409),
+    },
+)
 async def create_record(
     name: str,
     body: RecordBody,
@@ -123,13 +142,10 @@ _ZIP_EXAMPLE = "PK\u0003\u0004 ... (a stored, uncompressed zip of the record's Z
     responses={
         200: {
             "description": "The packed record (chunking.md §7), streamed",
-            "content": {ZIP: {"schema": {"type": "string", "format": "binary"}}},
+            "content": {ZIP: {**BINARY, "example": _ZIP_EXAMPLE}},
             "headers": {"ETag": {"description": "strong; changes with every commit"}},
         },
-        206: {
-            "description": "The bytes of the one range asked for (Content-Range)",
-            "content": {ZIP: {"schema": {"type": "string", "format": "binary"}}},
-        },
+        206: binary(ZIP, description="The bytes of the one range asked for (Content-Range)"),
         304: {"description": "If-None-Match names the current ETag"},
         **problem_responses(404, 416),
     },
@@ -177,7 +193,7 @@ def _tags(header: str) -> list[str]:
     return [t.strip() for t in header.split(",")]
 
 
-@router.get("/records/{name}")
+@router.get("/records/{name}", responses={200: json_example(SUMMARY), **problem_responses(404)})
 async def record_summary(name: str, runs: RunsDep, _: Read) -> dict[str, Any]:
     """Sections present, ``nstep`` and the trajectory declaration of record ``name``."""
     record = await runs.record(name)
@@ -196,7 +212,12 @@ async def record_summary(name: str, runs: RunsDep, _: Read) -> dict[str, Any]:
     return await blocking(summary)
 
 
-@router.delete("/records/{name}", status_code=204)
+@router.delete(
+    "/records/{name}",
+    status_code=204,
+    response_class=Response,
+    responses={204: {"description": "Deleted"}, **problem_responses(404)},
+)
 async def delete_record(name: str, runs: RunsDep, _: Admin) -> Response:
     """Delete record ``name`` (its live directory and packed zip)."""
     await runs.delete(name)
@@ -216,7 +237,13 @@ def _section(record: api.StoredRecord, section: Section) -> Frame | dict[str, An
 
 @router.get(
     "/records/{name}/{section}",
-    responses={200: {"content": {media.FRAME: {}, media.JSON: {}}}},
+    responses={
+        200: {
+            "description": "A JSON document, or a frame as MRF1 or JSON by Accept",
+            **json_example({"temperature_K": 300, "molrec_version": 2}, media.FRAME),
+        },
+        **problem_responses(404, 406),
+    },
 )
 async def read_section(
     name: str,
@@ -280,7 +307,19 @@ def _span(request: api.ByteRequest, size: int) -> tuple[int, int]:
 
 
 @router.head("/records/{name}/zarr/{key:path}", include_in_schema=False)
-@router.get("/records/{name}/zarr/{key:path}")
+@router.get(
+    "/records/{name}/zarr/{key:path}",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The key's bytes: zarr.json documents as JSON, chunks as bytes",
+            **json_example({"zarr_format": 3, "node_type": "group"}, "application/octet-stream"),
+        },
+        206: binary("application/octet-stream", description="The one range asked for"),
+        304: {"description": "If-None-Match names the key's ETag"},
+        **problem_responses(404, 416),
+    },
+)
 async def read_zarr_key(
     name: str,
     key: str,
