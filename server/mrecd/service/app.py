@@ -85,7 +85,41 @@ def _with_problem_schema(app: FastAPI) -> Callable[[], dict[str, Any]]:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = add_problem_schema(generate())
+            app.openapi_schema = _constrain_parameters(add_problem_schema(generate()))
         return app.openapi_schema
 
     return openapi
+
+
+#: the rules the routes enforce on these parameters, stated in the document (one place)
+_PARAMETER_RULES: dict[tuple[str, str], dict[str, Any]] = {
+    # api.check_record_name: [A-Za-z0-9._-], no leading '.', no '..', at most 200
+    ("path", "name"): {"pattern": r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*\.?$", "maxLength": 200},
+    ("header", "if-match"): {"pattern": r'^(W/)?"?[0-9]+"?$'},
+    ("header", "last-event-id"): {"pattern": r"^[0-9]+$"},
+}
+
+
+def _constrain_parameters(document: dict[str, Any]) -> dict[str, Any]:
+    """Add the rules of :data:`_PARAMETER_RULES` to every parameter they name; ``document``."""
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                schema = parameter.setdefault("schema", {})
+                if parameter["in"] == "header":  # an absent header is unset, never "null"
+                    schema = _not_null(schema)
+                    parameter["schema"] = schema
+                rule = _PARAMETER_RULES.get((parameter["in"], parameter["name"].lower()))
+                for option in schema.get("anyOf", [schema]):
+                    if rule is not None and option.get("type") == "string":
+                        option.update(rule)
+    return document
+
+
+def _not_null(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` without its ``null`` alternative (``str | None`` as FastAPI writes it)."""
+    options = [o for o in schema.get("anyOf", []) if o.get("type") != "null"]
+    if len(options) != 1:
+        return schema
+    rest = {k: v for k, v in schema.items() if k != "anyOf"}
+    return {**options[0], **rest}
