@@ -9,6 +9,7 @@ named requests reach the record's data instead of a 404.
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 import zlib
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
 from mrecd.service import Settings, create_app
+from mrecd.service.openapi import document as openapi_document
 
 from .conftest import PROBLEM, make_frame
 
@@ -152,3 +154,27 @@ def test_the_check_catches_what_it_must() -> None:
     assert "of type application/json" in str(_fault(_Answer(404, "application/json", good)))
     assert "malformed" in str(_fault(_Answer(404, PROBLEM, {"title": "Not found"})))
     assert "malformed" in str(_fault(_Answer(409, PROBLEM, good)))
+
+
+def test_every_operation_documents_errors_and_an_example() -> None:
+    """What schemathesis reads: each error is problem+json, each operation has an example."""
+    document = json.loads(openapi_document())
+    assert "Problem" in document["components"]["schemas"]
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            label = f"{method.upper()} {path}"
+            responses = operation["responses"]
+            errors = {s: r for s, r in responses.items() if s[0] in "45"}
+            assert "500" in errors, label
+            if path.startswith("/v1/"):
+                assert {"401", "403", "422"} <= set(errors), label
+            for status, response in errors.items():
+                assert list(response["content"]) == [PROBLEM], (label, status)
+                assert response["content"][PROBLEM]["example"]["status"] == int(status)
+            examples = [
+                c
+                for s, r in responses.items()
+                if s[0] == "2"
+                for c in r.get("content", {}).values()
+            ]
+            assert method == "delete" or any("example" in c for c in examples), label
