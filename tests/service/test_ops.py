@@ -19,6 +19,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from mrecd.service import Settings, create_app
+from mrecd.service.deps import get_runs
 
 from .conftest import FRAMES, PROBLEM, make_frame, stream
 
@@ -222,3 +223,27 @@ def _wait_ready(proc: subprocess.Popen[str], base: str) -> None:
         assert proc.poll() is None, "mrecd serve exited"
         assert time.monotonic() < deadline, "mrecd serve did not answer"
         time.sleep(0.1)
+
+
+def test_a_failure_is_counted_and_logged_as_500(
+    store_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    app = create_app(Settings(store=str(store_dir)))
+
+    def broken() -> None:
+        raise RuntimeError("the store fell over")
+
+    app.dependency_overrides[get_runs] = broken
+    caplog.set_level(logging.INFO, logger="mrecd.access")
+    with TestClient(app, raise_server_exceptions=False) as c:
+        r = c.get("/v1/records/x")
+        assert r.status_code == 500 and r.headers["content-type"] == PROBLEM
+    text = app.state.metrics.render().decode()  # /metrics itself needs the broken dependency
+    counted = {
+        (s.labels["route"], s.labels["status"]): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == "mrecd_http_requests_total"
+    }
+    assert counted == {("/v1/records/{name}", "500"): 1}
+    assert [x["status"] for x in _access_lines(caplog)] == [500]
