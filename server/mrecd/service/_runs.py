@@ -24,6 +24,7 @@ from anyio import to_thread
 from .. import api
 from ..errors import AlreadyExists, NotFound, SequenceGap
 from ..model import Frame
+from ._metrics import observe_commit
 from .settings import Settings
 
 __all__ = ["Runs"]
@@ -277,9 +278,10 @@ class Runs:
     def _group_committed(self, name: str, *, frames: int, requests: int) -> None:
         """One group commit of record ``name`` is durable: ``frames`` from ``requests`` POSTs.
 
-        The one place a group commit completes (metrics hook here).
+        The one place a group commit completes.
         """
         self.group_commits += 1
+        observe_commit(frames=frames, requests=requests)
 
     async def delete(self, name: str) -> None:
         """Delete record ``name``, closing this process's handle first."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import os
 from pathlib import Path
+from typing import Any
 
 from ..errors import InvalidRecord
 from .settings import Settings
@@ -49,4 +51,31 @@ def serve(
         Path(settings.store).mkdir(parents=True, exist_ok=True)
     import uvicorn
 
-    uvicorn.run("mrecd.service.app:create_app", factory=True, host=host, port=port, workers=workers)
+    uvicorn.run(
+        "mrecd.service.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_config=_log_config(),
+        access_log=False,  # ours (mrecd.access) is one JSON line per request instead
+    )
+
+
+def _log_config() -> dict[str, Any]:
+    """uvicorn's logging, plus the ``mrecd.access`` JSON lines on stdout as they are."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    config = copy.deepcopy(LOGGING_CONFIG)
+    config["formatters"]["mrecd_json"] = {"format": "%(message)s"}
+    config["handlers"]["mrecd_access"] = {
+        "class": "logging.StreamHandler",
+        "formatter": "mrecd_json",
+        "stream": "ext://sys.stdout",
+    }
+    config["loggers"]["mrecd.access"] = {
+        "handlers": ["mrecd_access"],
+        "level": "INFO",
+        "propagate": False,
+    }
+    return config

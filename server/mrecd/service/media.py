@@ -15,9 +15,10 @@ from typing import Any, Final
 from ..codecs import decode_frame, encode_frame
 from ..errors import FrameBytesError, InvalidRecord
 from ..model import Frame
-from .problems import HTTPProblem
+from .problems import PROBLEM, HTTPProblem
 
 __all__ = [
+    "COMPRESSIBLE",
     "FRAME",
     "FRAMES",
     "JSON",
@@ -33,6 +34,8 @@ FRAMES: Final = "application/x-mrec-frames"
 JSON: Final = "application/json"
 NDJSON: Final = "application/x-ndjson"
 _LENGTH: Final = struct.Struct("<Q")
+#: types the compression middleware may compress when asked (besides JSON, text and SSE)
+COMPRESSIBLE: Final = (FRAME, FRAMES, NDJSON, PROBLEM)
 
 
 def _accepted(accept: str) -> list[tuple[str, float]]:

@@ -73,6 +73,11 @@ class Settings(BaseSettings):
         With several workers, how long a worker with queued appends keeps a
         trajectory's writer lease (and its open writer) across group commits
         before handing it over; an idle worker gives it up at once.
+    metrics_anonymous
+        Who may read ``/metrics`` without a token when tokens are configured:
+        ``loopback`` (default: a scraper on the same host), ``always`` (a scraper
+        on the network; the metrics name routes, never records) or ``never``
+        (a token with ``read`` on every name).
     """
 
     model_config = SettingsConfigDict(env_prefix="MRECD_", extra="ignore")
@@ -89,3 +94,4 @@ class Settings(BaseSettings):
     workers: int = Field(default=1, ge=1)
     writer_lease_wait_seconds: float = Field(default=30.0, ge=0)
     writer_lease_hold_seconds: float = Field(default=0.1, ge=0)
+    metrics_anonymous: Literal["loopback", "always", "never"] = "loopback"

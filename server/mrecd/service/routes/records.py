@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Header, Query, Request, Response
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Depends, Header, Query, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from ... import api
@@ -13,13 +13,25 @@ from ...errors import NotFound
 from ...forcefield import ForceField
 from ...model import Declaration, Frame
 from .. import media
+from .._examples import BINARY, SUMMARY, binary, json_example
+from .._packs import Packs
 from ..deps import Admin, Append, Read, RunsDep, SettingsDep, check_scope
-from ..problems import HTTPProblem
+from ..problems import HTTPProblem, problem_responses
 from ._common import blocking
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["records"])
+
+ZIP = "application/zip"
+
+
+def _packs(request: Request) -> Packs:
+    packs: Packs = request.app.state.packs
+    return packs
+
+
+PacksDep = Annotated[Packs, Depends(_packs)]
 
 Section = Literal["meta", "system", "frame", "status", "method", "forcefield"]
 
@@ -27,7 +39,10 @@ Section = Literal["meta", "system", "frame", "status", "method", "forcefield"]
 class RecordBody(BaseModel):
     """The body of ``PUT /v1/records/{name}``: every member optional (a name alone starts a run)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"meta": {"temperature_K": 300}}, {}]},
+    )
 
     meta: dict[str, Any] | None = None
     system: dict[str, Any] | None = Field(default=None, description="a frame, JSON form")
@@ -66,7 +81,10 @@ def _content(body: RecordBody) -> dict[str, Any]:
     return out
 
 
-@router.get("/records")
+@router.get(
+    "/records",
+    responses={200: json_example({"records": ["run-1", "run-2"], "next": "run-2"})},
+)
 async def list_records(
     request: Request,
     runs: RunsDep,
@@ -85,7 +103,19 @@ async def list_records(
     return RecordList(records=page, next=page[-1] if len(after) > size else None)
 
 
-@router.put("/records/{name}", status_code=201)
+@router.put(
+    "/records/{name}",
+    status_code=201,
+    responses={
+        201: json_example({"name": "run-1", "created": True}),
+        200: {
+            "description": "It existed and exist_ok=true",
+            "model": Created,
+            **json_example({"name": "run-1", "created": False}),
+        },
+        **problem_responses(400, 409),
+    },
+)
 async def create_record(
     name: str,
     body: RecordBody,
@@ -102,7 +132,68 @@ async def create_record(
     return Created(name=name, created=created)
 
 
-@router.get("/records/{name}")
+_ZIP_EXAMPLE = "PK\u0003\u0004 ... (a stored, uncompressed zip of the record's Zarr keys)"
+
+
+@router.head("/records/{name}.mrec.zip", include_in_schema=False)
+@router.get(
+    "/records/{name}.mrec.zip",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": "The packed record (chunking.md §7), streamed",
+            "content": {ZIP: {**BINARY, "example": _ZIP_EXAMPLE}},
+            "headers": {"ETag": {"description": "strong; changes with every commit"}},
+        },
+        206: binary(ZIP, description="The bytes of the one range asked for (Content-Range)"),
+        304: {"description": "If-None-Match names the current ETag"},
+        **problem_responses(404, 416),
+    },
+)
+async def download_record(
+    name: str,
+    request: Request,
+    packs: PacksDep,
+    _: Read,
+    wanted: Annotated[
+        str | None, Header(alias="Range", description="bytes=<a>-<b>, <a>- or -<n>")
+    ] = None,
+    if_none_match: Annotated[str | None, Header()] = None,
+) -> Response:
+    """Record ``name`` as one ``.mrec.zip``, streamed; ``Range`` gives 206 (one range).
+
+    A live record is packed at its current commit (the ETag names that state;
+    a later Range request with the same ETag reads the same bytes). Open the
+    file with ``mrecd.open_record("name.mrec.zip")``. This route wins over
+    ``GET /v1/records/{name}`` for a name ending in ``.mrec.zip``.
+    """
+    packed = await packs.packed(name)
+    headers = {
+        "ETag": packed.etag,
+        "Accept-Ranges": "bytes",
+        "Cache-Control": "no-cache",
+        "Content-Disposition": f'attachment; filename="{name}.mrec.zip"',
+    }
+    if if_none_match is not None and packed.etag in _tags(if_none_match):
+        return Response(status_code=304, headers=headers)
+    byte_range = None if wanted is None else _byte_range(wanted, packed.size)
+    start, stop = (0, packed.size) if byte_range is None else _span(byte_range, packed.size)
+    headers["Content-Length"] = str(stop - start)
+    status = 200
+    if byte_range is not None:
+        status = 206
+        headers["Content-Range"] = f"bytes {start}-{stop - 1}/{packed.size}"
+    if request.method == "HEAD":
+        return Response(status_code=status, headers=headers, media_type=ZIP)
+    body = packs.chunks(packed, start, stop)
+    return StreamingResponse(body, status_code=status, headers=headers, media_type=ZIP)
+
+
+def _tags(header: str) -> list[str]:
+    return [t.strip() for t in header.split(",")]
+
+
+@router.get("/records/{name}", responses={200: json_example(SUMMARY), **problem_responses(404)})
 async def record_summary(name: str, runs: RunsDep, _: Read) -> dict[str, Any]:
     """Sections present, ``nstep`` and the trajectory declaration of record ``name``."""
     record = await runs.record(name)
@@ -121,7 +212,12 @@ async def record_summary(name: str, runs: RunsDep, _: Read) -> dict[str, Any]:
     return await blocking(summary)
 
 
-@router.delete("/records/{name}", status_code=204)
+@router.delete(
+    "/records/{name}",
+    status_code=204,
+    response_class=Response,
+    responses={204: {"description": "Deleted"}, **problem_responses(404)},
+)
 async def delete_record(name: str, runs: RunsDep, _: Admin) -> Response:
     """Delete record ``name`` (its live directory and packed zip)."""
     await runs.delete(name)
@@ -141,7 +237,13 @@ def _section(record: api.StoredRecord, section: Section) -> Frame | dict[str, An
 
 @router.get(
     "/records/{name}/{section}",
-    responses={200: {"content": {media.FRAME: {}, media.JSON: {}}}},
+    responses={
+        200: {
+            "description": "A JSON document, or a frame as MRF1 or JSON by Accept",
+            **json_example({"temperature_K": 300, "molrec_version": 2}, media.FRAME),
+        },
+        **problem_responses(404, 406),
+    },
 )
 async def read_section(
     name: str,
@@ -195,16 +297,29 @@ def _unsatisfiable(size: int) -> api.ByteRequest:
     )
 
 
-def _range_start(request: api.ByteRequest, size: int) -> int:
+def _span(request: api.ByteRequest, size: int) -> tuple[int, int]:
+    """Bytes ``[start, stop)`` of an object of ``size`` bytes that ``request`` asks for."""
     if isinstance(request, api.ByteRange):
-        return request.start
+        return request.start, min(request.end, size)
     if isinstance(request, api.Offset):
-        return request.offset
-    return max(0, size - request.length)
+        return request.offset, size
+    return max(0, size - request.length), size
 
 
 @router.head("/records/{name}/zarr/{key:path}", include_in_schema=False)
-@router.get("/records/{name}/zarr/{key:path}")
+@router.get(
+    "/records/{name}/zarr/{key:path}",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The key's bytes: zarr.json documents as JSON, chunks as bytes",
+            **json_example({"zarr_format": 3, "node_type": "group"}, "application/octet-stream"),
+        },
+        206: binary("application/octet-stream", description="The one range asked for"),
+        304: {"description": "If-None-Match names the key's ETag"},
+        **problem_responses(404, 416),
+    },
+)
 async def read_zarr_key(
     name: str,
     key: str,
@@ -229,6 +344,6 @@ async def read_zarr_key(
         raise NotFound(f"record {name!r} has no key {key!r}", path=key)
     if byte_range is None:
         return Response(data, media_type=kind, headers=headers)
-    start = _range_start(byte_range, info.size)
+    start, _stop = _span(byte_range, info.size)
     headers["Content-Range"] = f"bytes {start}-{start + len(data) - 1}/{info.size}"
     return Response(data, status_code=206, media_type=kind, headers=headers)

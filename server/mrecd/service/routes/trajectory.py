@@ -17,8 +17,9 @@ from ... import api
 from ...errors import InvalidRecord, MrecdError, PreconditionFailed, RecordOutOfRange
 from ...model import Frame
 from .. import media
+from .._examples import APPENDED, DECLARATION, EVENTS, FRAME_JSON, json_example
 from ..deps import Append, Read, RunsDep, SettingsDep
-from ..problems import HTTPProblem
+from ..problems import HTTPProblem, problem_responses
 from ..settings import Settings
 from ._common import array_json, blocking
 
@@ -142,7 +143,13 @@ def _check_limits(frames: list[Frame], settings: Settings) -> None:
                 )
 
 
-@router.get("/records/{name}/trajectory")
+@router.get(
+    "/records/{name}/trajectory",
+    responses={
+        200: json_example({"nstep": 2, "declaration": DECLARATION}),
+        **problem_responses(404),
+    },
+)
 async def trajectory_summary(name: str, runs: RunsDep, _: Read, response: Response) -> Any:
     """``nstep`` and the declaration (``sequence_schema``) of the trajectory."""
     traj = await runs.trajectory(name)
@@ -161,6 +168,10 @@ async def trajectory_summary(name: str, runs: RunsDep, _: Read, response: Respon
 
 @router.post(
     "/records/{name}/trajectory/frames",
+    responses={
+        200: json_example(APPENDED),
+        **problem_responses(400, 404, 405, 409, 412, 413, 415),
+    },
     openapi_extra={
         "requestBody": {
             "required": True,
@@ -212,7 +223,14 @@ def _etag(incarnation: str, i: int, media_type: str, blocks: Any, columns: Any) 
 
 @router.get(
     "/records/{name}/trajectory/frames/{i}",
-    responses={200: {"content": {media.FRAME: {}, media.JSON: {}}}},
+    responses={
+        200: {
+            "description": "The frame, MRF1 or JSON by Accept",
+            **json_example(FRAME_JSON, media.FRAME),
+        },
+        304: {"description": "If-None-Match names the frame's ETag"},
+        **problem_responses(404, 406),
+    },
 )
 async def read_frame(
     name: str,
@@ -272,7 +290,14 @@ def _stream_item(traj: api.Trajectory, j: int, media_type: str) -> bytes:
 
 @router.get(
     "/records/{name}/trajectory/frames",
-    responses={200: {"content": {media.FRAMES: {}, media.NDJSON: {}, media.JSON: {}}}},
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": "The frames, streamed, by Accept",
+            **json_example([FRAME_JSON], media.FRAMES, media.NDJSON),
+        },
+        **problem_responses(404, 406, 412, 422),
+    },
 )
 async def read_frames(
     name: str,
@@ -302,7 +327,13 @@ async def read_frames(
     )
 
 
-@router.get("/records/{name}/trajectory/steps")
+@router.get(
+    "/records/{name}/trajectory/steps",
+    responses={
+        200: json_example({"nstep": 3, "steps": [0, 10, 20]}),
+        **problem_responses(404, 412),
+    },
+)
 async def read_steps(
     name: str, runs: RunsDep, _: Read, response: Response, nstep: AtNstep = None
 ) -> dict[str, Any]:
@@ -314,7 +345,13 @@ async def read_steps(
     return {"nstep": at, "steps": array_json(steps[:at])}
 
 
-@router.get("/records/{name}/trajectory/times")
+@router.get(
+    "/records/{name}/trajectory/times",
+    responses={
+        200: json_example({"nstep": 3, "times": [0.0, 5.0, 10.0]}),
+        **problem_responses(404, 412),
+    },
+)
 async def read_times(
     name: str, runs: RunsDep, _: Read, response: Response, nstep: AtNstep = None
 ) -> dict[str, Any]:
@@ -326,7 +363,23 @@ async def read_times(
     return {"nstep": at, "times": None if times is None else array_json(times[:at])}
 
 
-@router.get("/records/{name}/trajectory/series/{key}")
+@router.get(
+    "/records/{name}/trajectory/series/{key}",
+    responses={
+        200: json_example(
+            {
+                "nstep": 2,
+                "key": "pe",
+                "start": 0,
+                "stop": 2,
+                "steps": [0, 10],
+                "times": [0.0, 5.0],
+                "values": [0.0, -10.0],
+            }
+        ),
+        **problem_responses(404, 412),
+    },
+)
 async def read_series(
     name: str,
     key: str,
@@ -394,7 +447,14 @@ async def _events(
 
 @router.get(
     "/records/{name}/trajectory/events",
-    responses={200: {"content": {"text/event-stream": {}}}},
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "description": "One event per commit: event commit, id nstep, data {nstep, previous}",
+            "content": {"text/event-stream": {"schema": {"type": "string"}, "example": EVENTS}},
+        },
+        **problem_responses(404),
+    },
 )
 async def trajectory_events(
     name: str,
