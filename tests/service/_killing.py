@@ -1,0 +1,453 @@
+"""Harness of the server-kill tests: a killable ``mrecd serve``, posters that retry, checkers.
+
+Every frame is a pure function of (poster, k, step), so a checker can
+recompute the exact MRF1 bytes of any frame it reads back and tell a lost,
+torn, duplicated or altered frame from a good one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from pathlib import Path
+from typing import IO, Any
+
+import httpx
+import numpy as np
+
+import mrecd
+from mrecd.codecs import decode_frame, encode_frame
+
+ROOT = Path(__file__).parents[2]
+FRAMES = "application/x-mrec-frames"
+SERVE = (sys.executable, "-m", "mrecd.cli", "serve")
+#: Generous: a request only times out when the server hangs, which is itself a finding.
+TIMEOUT = httpx.Timeout(20.0, connect=2.0)
+
+
+def frame_bytes(poster: int, k: int, step: int) -> bytes:
+    """MRF1 bytes of frame ``k`` of ``poster`` at ``step``: 5 atoms, ``pe``, ``poster``, ``k``."""
+    rng = np.random.default_rng([poster, k])
+    frame = mrecd.Frame(
+        {"atoms": {c: rng.uniform(-50, 50, 5) for c in "xyz"}},
+        meta={"pe": float(rng.normal()), "poster": poster, "k": k},
+        step=step,
+        time=0.25 * step,
+    )
+    return encode_frame(frame, meta_types=True)
+
+
+def pack(items: Sequence[bytes]) -> bytes:
+    """``application/x-mrec-frames``: each item preceded by its u64 little-endian length."""
+    return b"".join(len(item).to_bytes(8, "little") + item for item in items)
+
+
+def unpack(body: bytes) -> list[bytes]:
+    """The items of an ``application/x-mrec-frames`` body."""
+    items, at = [], 0
+    while at < len(body):
+        size = int.from_bytes(body[at : at + 8], "little")
+        items.append(body[at + 8 : at + 8 + size])
+        at += 8 + size
+    if at != len(body):
+        raise AssertionError(f"a frame stream ends inside an item ({len(body)} bytes)")
+    return items
+
+
+def identity(item: bytes) -> tuple[int, int, int]:
+    """``(poster, k, step)`` of frame bytes made by :func:`frame_bytes`."""
+    frame = decode_frame(item)
+    assert frame.step is not None
+    return int(frame.meta["poster"]), int(frame.meta["k"]), int(frame.step)
+
+
+class Server:
+    """``python -m mrecd.cli serve`` on one directory and port, started and SIGKILLed at will.
+
+    Parameters
+    ----------
+    store
+        The directory served (kept across restarts).
+    port
+        The loopback port (kept across restarts: posters keep their URL).
+    log
+        stderr and stdout of every incarnation, appended (read when a start fails).
+    """
+
+    def __init__(self, store: Path, port: int, log: Path) -> None:
+        self.store, self.port, self.log = store, port, log
+        self.url = f"http://127.0.0.1:{port}"
+        self.starts = 0
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._log_file: IO[bytes] | None = None
+
+    def start(self, timeout: float = 60.0) -> float:
+        """Start an incarnation and wait until ``/healthz`` answers; seconds it took."""
+        assert self._proc is None, "already running"
+        began = time.monotonic()
+        env = {**os.environ, "PYTHONPATH": f"{ROOT / 'server'}:{ROOT / 'client'}"}
+        self._log_file = self.log.open("ab")
+        self._proc = subprocess.Popen(
+            [*SERVE, str(self.store), "--host", "127.0.0.1", "--port", str(self.port)],
+            env=env,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the kill reaches any child
+        )
+        self.starts += 1
+        while not self._healthy():
+            if self._proc.poll() is not None:
+                raise RuntimeError(f"mrecd serve exited {self._proc.returncode}: {self.tail()}")
+            if time.monotonic() - began > timeout:
+                raise RuntimeError(f"mrecd serve not healthy after {timeout} s: {self.tail()}")
+            time.sleep(0.05)
+        return time.monotonic() - began
+
+    def _healthy(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/healthz", timeout=1.0).status_code == 200
+        except httpx.TransportError:
+            return False
+
+    def kill(self) -> None:
+        """SIGKILL the process group of the running incarnation and reap it."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+
+    def tail(self, size: int = 4000) -> str:
+        """The end of the log of every incarnation."""
+        return self.log.read_bytes()[-size:].decode(errors="replace")
+
+
+@dataclass
+class Ack:
+    """A batch the server acknowledged with 200 ``{nstep, first, count}``."""
+
+    poster: int
+    ks: range
+    nstep: int
+    first: int | None
+    count: int | None
+    duplicate: bool = False
+    #: every body sent for this batch (renumbered steps after a step-order refusal)
+    bodies: list[list[bytes]] = field(default_factory=list)
+
+
+@dataclass
+class Ledger:
+    """What the posters saw, shared with the checker (append-only lists; GIL-atomic)."""
+
+    acks: list[Ack] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    server_errors: list[str] = field(default_factory=list)
+    #: batches whose 200 was lost but that had landed (learnt from nstep)
+    landed_unacked: int = 0
+    #: cleared while the checker reads, so that posting does not outrun reading back
+    go: threading.Event = field(default_factory=threading.Event)
+    transport_errors: int = 0
+    requests: int = 0
+
+
+class Poster(threading.Thread):
+    """A thread appending batches of 1-4 frames to one record, retrying through kills.
+
+    Subclasses define how a batch is made exactly-once (:meth:`land`).
+    """
+
+    def __init__(self, url: str, record: str, poster: int, ledger: Ledger, seed: int) -> None:
+        super().__init__(name=f"poster-{poster}", daemon=True)
+        self.record, self.poster, self.ledger = record, poster, ledger
+        self.rng = random.Random(seed)
+        self.stop = threading.Event()
+        self.http = httpx.Client(base_url=url, timeout=TIMEOUT)
+        self.path = f"/v1/records/{record}"
+        self.k = 0  # the next frame of this poster
+        self._failures = 0
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set() and not self.ledger.failures:
+                if not self.ledger.go.wait(0.1):
+                    continue
+                count = self.rng.randint(1, 4)
+                if self.land(range(self.k, self.k + count)):
+                    self.k += count
+        except Exception as exc:  # a harness bug must fail the test, not vanish in a thread
+            self.ledger.failures.append(f"{self.name} crashed: {exc!r}")
+        finally:
+            self.http.close()
+
+    def land(self, ks: range) -> bool:
+        """Land frames ``ks`` exactly once; whether they did (``False``: stopped first)."""
+        raise NotImplementedError
+
+    def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response | None:
+        """One request; ``None`` when its outcome is unknown (connection lost, 5xx)."""
+        self.ledger.requests += 1
+        try:
+            response = self.http.request(method, url, **kwargs)
+        except httpx.TransportError:
+            self.ledger.transport_errors += 1
+            self.backoff()
+            return None
+        if response.status_code >= 500:
+            self.ledger.server_errors.append(
+                f"{method} {url}: {response.status_code} {response.text}"
+            )
+            self.backoff()
+            return None
+        self._failures = 0
+        return response
+
+    def backoff(self) -> None:
+        """Sleep 10 ms doubling to 320 ms, with jitter (the server is restarting)."""
+        delay = min(0.01 * 2**self._failures, 0.32)
+        self._failures += 1
+        self.stop.wait(delay * self.rng.uniform(0.5, 1.5))
+
+    def create(self) -> None:
+        """Create the record if absent: a kill loses a record that has no frame yet."""
+        while not self.stop.is_set():
+            response = self.request("PUT", self.path, params={"exist_ok": "true"}, json={})
+            if response is not None:
+                self.expect(response, 200, 201)
+                return
+
+    def expect(self, response: httpx.Response, *statuses: int) -> None:
+        """Record a failure (and stop every poster) unless ``response`` has one of ``statuses``."""
+        if response.status_code not in statuses:
+            self.ledger.failures.append(
+                f"{self.name}: {response.request.method} {response.request.url}"
+                f" answered {response.status_code} {response.text}"
+            )
+
+
+class IfMatchPoster(Poster):
+    """Sole writer of its record: ``If-Match: "<nstep>"`` makes each batch exactly-once.
+
+    Frame ``k`` has step ``k``, so the trajectory must always be this poster's
+    frames ``0 .. nstep-1``.
+    """
+
+    def land(self, ks: range) -> bool:
+        body = pack([frame_bytes(self.poster, k, k) for k in ks])
+        headers = {"Content-Type": FRAMES, "If-Match": f'"{ks.start}"'}
+        while not self.stop.is_set() and not self.ledger.failures:
+            response = self.request(
+                "POST", f"{self.path}/trajectory/frames", content=body, headers=headers
+            )
+            if response is not None and response.status_code == 200:
+                return self._acknowledged(ks, response.json())
+            if response is not None and response.status_code == 404:
+                self.create()
+                continue
+            if response is not None and response.status_code == 412:
+                nstep = response.json()["nstep"]
+            elif response is None:  # unknown outcome: only this poster writes, so nstep tells
+                nstep = self.nstep()
+                if nstep is None:
+                    continue
+            else:
+                self.expect(response, 200)
+                return False
+            if nstep == ks.start:
+                continue  # it did not land: send it again
+            if nstep == ks.stop:
+                self.ledger.landed_unacked += 1
+                return True
+            self.ledger.failures.append(
+                f"{self.name}: nstep {nstep} after sending frames [{ks.start}, {ks.stop})"
+            )
+            return False
+        return False
+
+    def _acknowledged(self, ks: range, answer: dict[str, Any]) -> bool:
+        ack = Ack(self.poster, ks, answer["nstep"], answer["first"], answer["count"])
+        if (ack.nstep, ack.first, ack.count) != (ks.stop, ks.start, len(ks)):
+            self.ledger.failures.append(f"{self.name}: {answer} for frames [{ks.start}, {ks.stop})")
+        self.ledger.acks.append(ack)
+        return True
+
+    def nstep(self) -> int | None:
+        """The committed nstep (0 without a record or trajectory); ``None`` if unknown."""
+        response = self.request("GET", f"{self.path}/trajectory")
+        if response is None:
+            return None
+        if response.status_code == 404:
+            return 0
+        self.expect(response, 200)
+        return int(response.json()["nstep"])
+
+
+class StepClock:
+    """Step numbers shared by the posters of one trajectory (steps strictly increase)."""
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def take(self, n: int) -> range:
+        """``n`` fresh step numbers above every step taken before."""
+        with self._lock:
+            steps = range(self._next, self._next + n)
+            self._next += n
+            return steps
+
+
+class ProducerPoster(Poster):
+    """One of several writers of one trajectory: an idempotent producer (epoch 0, seq per batch).
+
+    On an unknown outcome it resends the same bytes with the same sequence;
+    after a step-order refusal (another poster's later steps landed first) it
+    takes fresh steps and resends the same sequence.
+    """
+
+    def __init__(
+        self, url: str, record: str, poster: int, ledger: Ledger, seed: int, clock: StepClock
+    ) -> None:
+        super().__init__(url, record, poster, ledger, seed)
+        self.clock = clock
+        self.seq = 0
+
+    def land(self, ks: range) -> bool:
+        headers = {
+            "Content-Type": FRAMES,
+            "Producer-Id": f"poster-{self.poster}",
+            "Producer-Epoch": "0",
+            "Producer-Seq": str(self.seq),
+        }
+        bodies = [self._items(ks)]
+        while not self.stop.is_set() and not self.ledger.failures:
+            response = self.request(
+                "POST", f"{self.path}/trajectory/frames", content=pack(bodies[-1]), headers=headers
+            )
+            if response is None:
+                continue  # unknown outcome: the same sequence again; a repeat is answered as such
+            if response.status_code == 200:
+                answer = response.json()
+                self.ledger.acks.append(
+                    Ack(
+                        self.poster,
+                        ks,
+                        answer["nstep"],
+                        answer["first"],
+                        answer["count"],
+                        bool(answer.get("duplicate")),
+                        bodies,
+                    )
+                )
+                self.seq += 1
+                return True
+            if response.status_code == 404:
+                self.create()
+            elif response.status_code == 409 and response.json().get("type", "").endswith(
+                "step-order"
+            ):
+                bodies.append(self._items(ks))
+            else:
+                self.expect(response, 200)
+                return False
+        return False
+
+    def _items(self, ks: range) -> list[bytes]:
+        steps = self.clock.take(len(ks))
+        return [frame_bytes(self.poster, k, s) for k, s in zip(ks, steps, strict=True)]
+
+
+class Reader:
+    """The checker's view of one trajectory: reads each new frame once, tracks nstep."""
+
+    def __init__(self, url: str, record: str) -> None:
+        self.http = httpx.Client(base_url=url, timeout=TIMEOUT)
+        self.path = f"/v1/records/{record}/trajectory"
+        self.items: list[bytes] = []
+        self.nstep = 0
+
+    def refresh(self) -> list[bytes]:
+        """Read the frames committed since the last refresh; assert nstep never went back."""
+        response = self.http.get(
+            f"{self.path}/frames", params={"start": len(self.items)}, headers={"Accept": FRAMES}
+        )
+        if response.status_code == 404 and not self.items:
+            return []  # not created yet, or an unborn record lost in a kill
+        assert response.status_code == 200, response.text
+        nstep = int(response.headers["X-Mrecd-Nstep"])
+        assert nstep >= self.nstep, f"{self.path}: nstep went back from {self.nstep} to {nstep}"
+        new = unpack(response.content)
+        assert len(self.items) + len(new) == nstep, f"{self.path}: {len(new)} new of {nstep}"
+        steps = self.http.get(f"{self.path}/steps").json()["steps"]
+        assert len(steps) >= nstep and all(a < b for a, b in pairwise(steps)), steps
+        self.items.extend(new)
+        self.nstep = nstep
+        return new
+
+    def close(self) -> None:
+        """Close the HTTP client."""
+        self.http.close()
+
+
+def check_own(readers: dict[int, Reader], acks: Sequence[Ack]) -> int:
+    """Check records written by :class:`IfMatchPoster`: frame ``i`` of poster ``p`` is frame
+    ``(p, i, step i)`` bit for bit, and nstep covers every acknowledged batch. Frames read."""
+    read = 0
+    for poster, reader in readers.items():
+        start = len(reader.items)
+        for i, item in enumerate(reader.refresh(), start):
+            assert item == frame_bytes(poster, i, i), f"poster {poster}: frame {i} differs"
+            read += 1
+    for ack in acks:
+        assert ack.nstep <= readers[ack.poster].nstep, f"acknowledged {ack} is missing"
+    return read
+
+
+@dataclass
+class SharedCheck:
+    """Checks one trajectory written by :class:`ProducerPoster` threads, incrementally."""
+
+    reader: Reader
+    #: the next frame number expected from each poster (per producer, frames land in order)
+    next_k: dict[int, int] = field(default_factory=dict)
+    position: dict[tuple[int, int], int] = field(default_factory=dict)
+
+    def __call__(self, acks: Sequence[Ack]) -> int:
+        """Read the new frames and check them and ``acks``; how many frames were read."""
+        start = len(self.reader.items)
+        new = self.reader.refresh()
+        for i, item in enumerate(new, start):
+            poster, k, step = identity(item)
+            assert item == frame_bytes(poster, k, step), f"frame {i} differs"
+            expected = self.next_k.get(poster, 0)
+            assert k == expected, f"frame {i} is frame {k} of poster {poster}, not {expected}"
+            self.next_k[poster] = k + 1
+            self.position[poster, k] = i
+        for ack in acks:
+            self._check_ack(ack)
+        return len(new)
+
+    def _check_ack(self, ack: Ack) -> None:
+        missing = [k for k in ack.ks if (ack.poster, k) not in self.position]
+        assert not missing, f"acknowledged frames {missing} of poster {ack.poster} are missing"
+        assert ack.nstep <= self.reader.nstep, f"{ack} beyond nstep {self.reader.nstep}"
+        if ack.first is None:  # a repeat whose first answer the server no longer keeps
+            assert ack.duplicate, ack
+            return
+        assert ack.count == len(ack.ks), ack
+        assert self.position[ack.poster, ack.ks.start] == ack.first, ack
+        landed = self.reader.items[ack.first : ack.first + ack.count]
+        assert landed in ack.bodies, f"frames {ack.first}.. differ from every body sent"
