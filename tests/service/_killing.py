@@ -15,9 +15,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
 from pathlib import Path
 from typing import IO, Any
 
@@ -139,6 +139,7 @@ class Server:
 class Ack:
     """A batch the server acknowledged with 200 ``{nstep, first, count}``."""
 
+    record: str
     poster: int
     ks: range
     nstep: int
@@ -161,24 +162,34 @@ class Ledger:
     #: cleared while the checker reads, so that posting does not outrun reading back
     go: threading.Event = field(default_factory=threading.Event)
     transport_errors: int = 0
-    requests: int = 0
+    #: answers by status code
+    statuses: Counter[int] = field(default_factory=Counter)
 
 
 class Poster(threading.Thread):
-    """A thread appending batches of 1-4 frames to one record, retrying through kills.
+    """A thread appending batches of 1-4 frames to a record, retrying through kills.
 
-    Subclasses define how a batch is made exactly-once (:meth:`land`).
+    Subclasses define how a batch is made exactly-once (:meth:`land`) and
+    may move on to another record after a batch (:meth:`after_batch`).
     """
 
     def __init__(self, url: str, record: str, poster: int, ledger: Ledger, seed: int) -> None:
         super().__init__(name=f"poster-{poster}", daemon=True)
-        self.record, self.poster, self.ledger = record, poster, ledger
+        self.poster, self.ledger = poster, ledger
         self.rng = random.Random(seed)
         self.stop = threading.Event()
         self.http = httpx.Client(base_url=url, timeout=TIMEOUT)
-        self.path = f"/v1/records/{record}"
-        self.k = 0  # the next frame of this poster
         self._failures = 0
+        self.use(record, source=poster)
+
+    def use(self, record: str, source: int) -> None:
+        """Append to ``record`` from now on, its frames made as those of poster ``source``."""
+        self.record, self.source = record, source
+        self.path = f"/v1/records/{record}"
+        self.k = 0  # the next frame for this record
+
+    def after_batch(self) -> None:
+        """Called after each batch landed; by default the poster keeps its record."""
 
     def run(self) -> None:
         try:
@@ -188,6 +199,7 @@ class Poster(threading.Thread):
                 count = self.rng.randint(1, 4)
                 if self.land(range(self.k, self.k + count)):
                     self.k += count
+                    self.after_batch()
         except Exception as exc:  # a harness bug must fail the test, not vanish in a thread
             self.ledger.failures.append(f"{self.name} crashed: {exc!r}")
         finally:
@@ -199,13 +211,13 @@ class Poster(threading.Thread):
 
     def request(self, method: str, url: str, **kwargs: Any) -> httpx.Response | None:
         """One request; ``None`` when its outcome is unknown (connection lost, 5xx)."""
-        self.ledger.requests += 1
         try:
             response = self.http.request(method, url, **kwargs)
         except httpx.TransportError:
             self.ledger.transport_errors += 1
             self.backoff()
             return None
+        self.ledger.statuses[response.status_code] += 1
         if response.status_code >= 500:
             self.ledger.server_errors.append(
                 f"{method} {url}: {response.status_code} {response.text}"
@@ -216,8 +228,8 @@ class Poster(threading.Thread):
         return response
 
     def backoff(self) -> None:
-        """Sleep 10 ms doubling to 320 ms, with jitter (the server is restarting)."""
-        delay = min(0.01 * 2**self._failures, 0.32)
+        """Sleep 10 ms doubling to 80 ms, with jitter: the server is restarting, try soon."""
+        delay = min(0.01 * 2**self._failures, 0.08)
         self._failures += 1
         self.stop.wait(delay * self.rng.uniform(0.5, 1.5))
 
@@ -239,14 +251,29 @@ class Poster(threading.Thread):
 
 
 class IfMatchPoster(Poster):
-    """Sole writer of its record: ``If-Match: "<nstep>"`` makes each batch exactly-once.
+    """Sole writer of its records: ``If-Match: "<nstep>"`` makes each batch exactly-once.
 
-    Frame ``k`` has step ``k``, so the trajectory must always be this poster's
-    frames ``0 .. nstep-1``.
+    Frame ``k`` has step ``k``, so a trajectory must always be frames
+    ``0 .. nstep-1`` of its source. Every 10-40 frames the poster moves on to
+    a new record, so that kills also meet record creation and the first
+    (declaring) POST.
     """
 
+    def __init__(self, url: str, poster: int, ledger: Ledger, seed: int) -> None:
+        super().__init__(url, f"own-{poster}-0", poster, ledger, seed)
+        #: every record this poster wrote, with the source its frames are made as
+        self.records = {self.record: self.source}
+        self.quota = self.rng.randint(10, 40)
+
+    def after_batch(self) -> None:
+        if self.k >= self.quota:
+            generation = len(self.records)
+            self.use(f"own-{self.poster}-{generation}", source=100 * self.poster + generation)
+            self.records[self.record] = self.source
+            self.quota = self.rng.randint(10, 40)
+
     def land(self, ks: range) -> bool:
-        body = pack([frame_bytes(self.poster, k, k) for k in ks])
+        body = pack([frame_bytes(self.source, k, k) for k in ks])
         headers = {"Content-Type": FRAMES, "If-Match": f'"{ks.start}"'}
         while not self.stop.is_set() and not self.ledger.failures:
             response = self.request(
@@ -278,7 +305,7 @@ class IfMatchPoster(Poster):
         return False
 
     def _acknowledged(self, ks: range, answer: dict[str, Any]) -> bool:
-        ack = Ack(self.poster, ks, answer["nstep"], answer["first"], answer["count"])
+        ack = Ack(self.record, self.poster, ks, answer["nstep"], answer["first"], answer["count"])
         if (ack.nstep, ack.first, ack.count) != (ks.stop, ks.start, len(ks)):
             self.ledger.failures.append(f"{self.name}: {answer} for frames [{ks.start}, {ks.stop})")
         self.ledger.acks.append(ack)
@@ -343,6 +370,7 @@ class ProducerPoster(Poster):
                 answer = response.json()
                 self.ledger.acks.append(
                     Ack(
+                        self.record,
                         self.poster,
                         ks,
                         answer["nstep"],
@@ -391,8 +419,6 @@ class Reader:
         assert nstep >= self.nstep, f"{self.path}: nstep went back from {self.nstep} to {nstep}"
         new = unpack(response.content)
         assert len(self.items) + len(new) == nstep, f"{self.path}: {len(new)} new of {nstep}"
-        steps = self.http.get(f"{self.path}/steps").json()["steps"]
-        assert len(steps) >= nstep and all(a < b for a, b in pairwise(steps)), steps
         self.items.extend(new)
         self.nstep = nstep
         return new
@@ -402,18 +428,39 @@ class Reader:
         self.http.close()
 
 
-def check_own(readers: dict[int, Reader], acks: Sequence[Ack]) -> int:
-    """Check records written by :class:`IfMatchPoster`: frame ``i`` of poster ``p`` is frame
-    ``(p, i, step i)`` bit for bit, and nstep covers every acknowledged batch. Frames read."""
-    read = 0
-    for poster, reader in readers.items():
-        start = len(reader.items)
-        for i, item in enumerate(reader.refresh(), start):
-            assert item == frame_bytes(poster, i, i), f"poster {poster}: frame {i} differs"
-            read += 1
-    for ack in acks:
-        assert ack.nstep <= readers[ack.poster].nstep, f"acknowledged {ack} is missing"
-    return read
+@dataclass
+class OwnCheck:
+    """Checks the records of :class:`IfMatchPoster` threads, reading each frame once.
+
+    Frame ``i`` of a record must be frame ``(source, i, step i)`` bit for bit,
+    and every acknowledged batch must be below its record's nstep.
+    """
+
+    url: str
+    posters: Sequence[IfMatchPoster]
+    readers: dict[str, Reader] = field(default_factory=dict)
+
+    def __call__(self, acks: Sequence[Ack]) -> int:
+        """Read the new frames of every record and check them and ``acks``; frames read."""
+        read = 0
+        for poster in self.posters:
+            for record, source in list(poster.records.items()):
+                reader = self.readers.get(record)
+                if reader is None:
+                    reader = self.readers[record] = Reader(self.url, record)
+                start = len(reader.items)
+                for i, item in enumerate(reader.refresh(), start):
+                    assert item == frame_bytes(source, i, i), f"{record}: frame {i} differs"
+                    read += 1
+        for ack in acks:
+            nstep = self.readers[ack.record].nstep
+            assert ack.nstep <= nstep, f"acknowledged {ack} is missing: nstep {nstep}"
+        return read
+
+    def close(self) -> None:
+        """Close every reader."""
+        for reader in self.readers.values():
+            reader.close()
 
 
 @dataclass
@@ -424,6 +471,7 @@ class SharedCheck:
     #: the next frame number expected from each poster (per producer, frames land in order)
     next_k: dict[int, int] = field(default_factory=dict)
     position: dict[tuple[int, int], int] = field(default_factory=dict)
+    last_step: int = -1
 
     def __call__(self, acks: Sequence[Ack]) -> int:
         """Read the new frames and check them and ``acks``; how many frames were read."""
@@ -432,6 +480,8 @@ class SharedCheck:
         for i, item in enumerate(new, start):
             poster, k, step = identity(item)
             assert item == frame_bytes(poster, k, step), f"frame {i} differs"
+            assert step > self.last_step, f"frame {i}: step {step} after {self.last_step}"
+            self.last_step = step
             expected = self.next_k.get(poster, 0)
             assert k == expected, f"frame {i} is frame {k} of poster {poster}, not {expected}"
             self.next_k[poster] = k + 1
