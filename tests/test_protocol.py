@@ -24,6 +24,9 @@ INTENDED_DIFFERENCES: dict[str, dict[str, str]] = {
     "Trajectory": {
         "append": "writer: only a record's trajectory is appended to",
         "extend": "writer: many frames, all or nothing",
+        "extend_once": "writer: extend as an idempotent producer's batch (issue 12, exactly once)",
+        "acquire_writer": "writer: wait for another process's lease (several service workers)",
+        "release_writer": "writer: commit and give the lease up, staying open (several workers)",
         "flush": "writer: commits queued frames durably",
         "close": "writer: commits and releases the writer lock",
         "nstep": "writer: frames committed on disk, while len counts queued ones too",

@@ -40,10 +40,10 @@ def assert_same(a: mrecd.Frame, b: mrecd.Frame) -> None:
 
 def test_post_answers_nstep_first_count(client: TestClient, run: str) -> None:
     r = post(client, run, mrf1(make_frame(30)))
-    assert r.json() == {"nstep": 4, "first": 3, "count": 1}
+    assert r.json() == {"nstep": 4, "first": 3, "count": 1, "duplicate": False}
     as_json = json.dumps([make_frame(40).to_dict(), make_frame(50).to_dict()])
     r = post(client, run, as_json.encode(), "application/json")
-    assert r.json() == {"nstep": 6, "first": 4, "count": 2}
+    assert r.json() == {"nstep": 6, "first": 4, "count": 2, "duplicate": False}
     declared = client.get(f"/v1/records/{run}/trajectory").json()["declaration"]
     assert set(declared["blocks"]["atoms"]["columns"]) == {"x", "y", "z"}
 

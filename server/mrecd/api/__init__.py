@@ -20,11 +20,12 @@ from ._collection import (
 )
 from ._protocols import FrameSlice, TrajectoryLike
 from ._record import StoredRecord, create_record, open_record, pack_record
-from ._trajectory import Trajectory
+from ._trajectory import Appended, Producer, Trajectory
 from ._validate import validate_record
 from ._violations import Violation
 
 __all__ = [
+    "Appended",
     "ByteRange",
     "ByteRequest",
     "Catalog",
@@ -33,6 +34,7 @@ __all__ = [
     "FrameSlice",
     "ObjectInfo",
     "Offset",
+    "Producer",
     "RecordOutOfRange",
     "StoredRecord",
     "Suffix",

@@ -16,7 +16,15 @@ from typing import Any, overload
 import numpy as np
 import numpy.typing as npt
 
-from ..bindings.zarr import TrajectoryReader, TrajectoryWriter, Tree, create_trajectory_group
+from ..bindings.zarr import (
+    Appended,
+    Producer,
+    ProducerTable,
+    TrajectoryReader,
+    TrajectoryWriter,
+    Tree,
+    create_trajectory_group,
+)
 from ..errors import InvalidRecord, MrecdError, PreconditionFailed, ReadOnlyError
 from ..model import Block, Declaration, Frame
 from ..storage import Location, WriterLease, location_of
@@ -24,7 +32,9 @@ from ._protocols import FrameSlice
 from ._violations import Violation
 
 __all__ = [
+    "Appended",
     "FrameSlice",
+    "Producer",
     "Trajectory",
     "create_trajectory",
     "open_trajectory",
@@ -216,7 +226,7 @@ class Trajectory(Sequence[Frame]):
 
     # -- writing -------------------------------------------------------------------------------
 
-    def _writer_for(self, first: Frame | None) -> TrajectoryWriter:
+    def _writer_for(self, first: Frame | None, *, wait: float = 0.0) -> TrajectoryWriter:
         if self._writer is not None:
             return self._writer
         if self._read_only:
@@ -244,7 +254,7 @@ class Trajectory(Sequence[Frame]):
             else:
                 create_trajectory_group(self._root, declaration)
             self._reader = TrajectoryReader(self._tree, system=self._system)
-        self._lock()
+        self._lock(wait)
         self._closed_nstep = None
         try:
             self._writer = TrajectoryWriter(
@@ -287,6 +297,72 @@ class Trajectory(Sequence[Frame]):
             if not frames:
                 return len(self)
             return self._writer_for(frames[0]).extend(frames)
+
+    def extend_once(
+        self, frames: Iterable[Frame], producer: Producer, *, expected_nstep: int | None = None
+    ) -> Appended:
+        """:meth:`extend` as batch ``producer.seq`` of an idempotent producer: exactly once.
+
+        The producer state commits with the frames (in the same marker write
+        as ``nstep``). A batch already committed lands nothing and answers as
+        the first time, ``duplicate=True``; the producer check runs before
+        ``expected_nstep``'s. A refused batch (bad frames, ``expected_nstep``)
+        leaves the producer's sequence where it was.
+
+        Raises
+        ------
+        ProducerFenced
+            ``producer.epoch`` is older than the producer's stored epoch.
+        SequenceGap
+            ``producer.seq`` is not the next sequence of that producer.
+        """
+        frames = list(frames)
+        with self._mutex:
+            writer = self._writer_for(None) if self._reader is not None else None
+            table = ProducerTable() if writer is None else writer.producers
+            duplicate = table.check(producer, len(self))
+            if duplicate is not None:
+                return duplicate
+            self._check_expected(expected_nstep)
+            first = len(self)
+            if writer is None:
+                writer = self._writer_for(frames[0] if frames else None)
+            writer.extend(frames, producer=producer)
+            return Appended(first + len(frames), first, len(frames))
+
+    def acquire_writer(self, wait: float = 0.0) -> int:
+        """Hold the writer lease, waiting up to ``wait`` s for another process to give it up.
+
+        Taking the lease re-reads the committed state (frames and producer
+        state another writer committed meanwhile); a held lease is kept. A
+        trajectory not created yet is left to its first append. Returns ``len``.
+
+        Raises
+        ------
+        WriterBusy
+            Another writer still holds the lease after ``wait`` seconds.
+        """
+        with self._mutex:
+            if self._writer is None and self._reader is not None:
+                self._writer_for(None, wait=wait)
+            return len(self)
+
+    def release_writer(self) -> int:
+        """Commit queued frames durably and give the writer lease up; returns ``nstep``.
+
+        The trajectory stays usable: reads see what other writers commit after
+        :meth:`refresh`, and the next write takes the lease again.
+        """
+        with self._mutex:
+            if self._writer is not None:
+                try:
+                    self._writer.close()
+                finally:
+                    self._writer = None
+                    self._unlock()
+            if self._reader is not None:
+                self._reader.refresh()
+            return len(self)
 
     def _check_expected(self, expected: int | None) -> None:
         if expected is None:
@@ -338,8 +414,8 @@ class Trajectory(Sequence[Frame]):
 
     # -- the one-writer lock -------------------------------------------------------------------
 
-    def _lock(self) -> None:
-        self._lease = self._path.store.writer_lease(self._path.key)
+    def _lock(self, wait: float = 0.0) -> None:
+        self._lease = self._path.store.writer_lease(self._path.key, wait=wait)
 
     def _unlock(self) -> None:
         if self._lease is not None:

@@ -10,13 +10,18 @@ touches the store runs on a worker thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import itertools
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from anyio import to_thread
 
 from .. import api
-from ..errors import AlreadyExists, NotFound
+from ..errors import AlreadyExists, MrecdError, NotFound, SequenceGap
 from ..model import Frame
+from .settings import Settings
 
 __all__ = ["Runs"]
 
@@ -40,6 +45,11 @@ class Runs:
         self._locks: dict[str, asyncio.Lock] = {}
         #: handles replaced by a writable one; requests may still read through them
         self._retired: list[api.StoredRecord] = []
+        self._queues: dict[str, _Queue] = {}
+        #: records whose writer lease is given up after each commit (several workers)
+        self._released: set[str] = set()
+        #: durable group commits made (each answers one or more POSTs)
+        self.group_commits = 0
 
     def lock(self, name: str) -> asyncio.Lock:
         """The lock that serializes writes to record ``name``."""
@@ -113,31 +123,140 @@ class Runs:
         traj = record.trajectory
         if traj is None:
             raise NotFound(f"record {name!r} has no trajectory", path=f"{name}/trajectory")
-        if record.read_only:
+        if record.read_only or name in self._released:
             await to_thread.run_sync(traj.refresh)
         return traj
 
     async def append(
-        self, name: str, frames: list[Frame], expected_nstep: int | None
-    ) -> tuple[int, int]:
-        """Append ``frames`` to record ``name`` in one durable commit.
+        self,
+        name: str,
+        frames: list[Frame],
+        *,
+        expected_nstep: int | None = None,
+        producer: api.Producer | None = None,
+        settings: Settings,
+    ) -> api.Appended:
+        """Append ``frames`` to record ``name``; answer once they are durable.
 
-        Returns
-        -------
-        (int, int)
-            The ``nstep`` after the commit, and the ordinal of the first frame appended.
+        The request joins the record's queue; every request queued while a
+        commit runs is admitted in arrival order and committed with the others
+        in one durable flush (a group commit). A refused request changes
+        nothing and does not affect the others. A producer batch that arrives
+        before an earlier one of its producer waits for it, up to
+        ``settings.producer_gap_wait_seconds``.
+
+        Raises
+        ------
+        MrecdError
+            This request's refusal (422, 409, 412, ``ProducerFenced``, ``SequenceGap``).
         """
-        async with self.lock(name):
-            record = await self.record(name, write=True)
-            traj = record.trajectory
-            assert traj is not None  # a writable record always has one (created on append)
+        loop = asyncio.get_running_loop()
+        queue = self._queues.setdefault(name, _Queue())
+        request = _Request(
+            frames,
+            expected_nstep,
+            producer,
+            loop.time() + settings.producer_gap_wait_seconds,
+            loop.create_future(),
+        )
+        queue.waiting.append(request)
+        queue.wake.set()
+        if queue.task is None or queue.task.done():
+            queue.task = asyncio.create_task(self._commit_loop(name, queue, settings))
+        # shielded: a client gone away does not take its admitted frames out of a group
+        return await asyncio.shield(request.future)
 
-            def commit() -> tuple[int, int]:
-                first = len(traj)
-                traj.extend(frames, expected_nstep=expected_nstep)
-                return traj.flush(), first
+    async def _commit_loop(self, name: str, queue: _Queue, settings: Settings) -> None:
+        """Commit groups of ``name``'s queue until it is empty (one task per record)."""
+        try:
+            while queue.waiting or queue.parked:
+                if not queue.waiting and not await self._gap_wait(queue, settings):
+                    continue
+                queue.parked = await self._commit_group(name, queue, settings)
+        except BaseException as exc:  # never leave a request without an answer
+            for request in [*queue.parked, *queue.waiting]:
+                if not request.future.done():
+                    request.future.set_exception(exc)
+            queue.parked, queue.waiting = [], []
+            raise
 
-            return await to_thread.run_sync(commit)
+    async def _gap_wait(self, queue: _Queue, settings: Settings) -> bool:
+        """Wait while only gapped requests are queued; whether to try them again now.
+
+        They are tried again when a request arrives (it may be the missing
+        batch), at their deadline, and, with several workers, every 50 ms (the
+        missing batch may land through another process).
+        """
+        loop = asyncio.get_running_loop()
+        queue.wake.clear()
+        soonest = min(r.deadline for r in queue.parked) - loop.time()
+        if settings.workers > 1:
+            soonest = min(soonest, _SHARED_GAP_POLL)
+        if soonest > 0:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(queue.wake.wait(), soonest)
+        if queue.waiting or settings.workers > 1:
+            return True
+        now = loop.time()
+        return any(r.deadline <= now for r in queue.parked)
+
+    async def _commit_group(self, name: str, queue: _Queue, settings: Settings) -> list[_Request]:
+        """Commit every request queued once the lock is ours; answer each. Returns the gapped.
+
+        The group is taken after the lock, so that requests arriving while
+        another commit (or a create, a delete) holds it join one group.
+        """
+        shared = settings.workers > 1
+        group: list[_Request] = []
+        try:
+            async with self.lock(name):
+                group = sorted([*queue.parked, *queue.waiting], key=lambda r: r.order)
+                queue.parked, queue.waiting = [], []
+                record = await self.record(name, write=True)
+                traj = record.trajectory
+                assert traj is not None  # a writable record always has one (created on append)
+                if shared:
+                    self._released.add(name)
+                outcome = await to_thread.run_sync(
+                    partial(_commit, traj, group, shared, settings.writer_lease_wait_seconds)
+                )
+        except Exception as exc:  # the record is gone, the lease never came, a commit failed
+            for request in group:
+                request.resolve(exc)
+            await self._forget_writer(name)
+            return []
+        if outcome.flushed:
+            self._group_committed(name, frames=outcome.frames, requests=outcome.requests)
+        now = asyncio.get_running_loop().time()
+        waiting = []
+        for request in group:
+            answer = outcome.answers[id(request)]
+            if isinstance(answer, SequenceGap) and request.deadline > now:
+                waiting.append(request)
+            else:
+                request.resolve(answer)
+        return waiting
+
+    async def _forget_writer(self, name: str) -> None:
+        """Drop ``name``'s writer after a failed commit: the next write re-reads the store."""
+        held = self._open.get(name)
+        if held is None:
+            return
+
+        def release() -> None:
+            traj = held.trajectory if held.exists else None
+            if traj is not None:
+                traj.release_writer()
+
+        with contextlib.suppress(Exception):  # the failed commit's error went to its requests
+            await to_thread.run_sync(release)
+
+    def _group_committed(self, name: str, *, frames: int, requests: int) -> None:
+        """One group commit of record ``name`` is durable: ``frames`` from ``requests`` POSTs.
+
+        The one place a group commit completes (metrics hook here).
+        """
+        self.group_commits += 1
 
     async def delete(self, name: str) -> None:
         """Delete record ``name``, closing this process's handle first."""
@@ -155,3 +274,102 @@ class Runs:
         self._retired = []
         for record in records:
             await to_thread.run_sync(record.close)
+
+
+#: how often requests waiting on a gap look again when another process may fill it
+_SHARED_GAP_POLL = 0.05
+_arrivals = itertools.count()
+
+
+@dataclass(eq=False)
+class _Request:
+    """One POST waiting in a record's queue."""
+
+    frames: list[Frame]
+    expected: int | None
+    producer: api.Producer | None
+    #: event-loop time after which a gap is answered instead of waited on
+    deadline: float
+    future: asyncio.Future[api.Appended]
+    order: int = field(default_factory=lambda: next(_arrivals))
+
+    def resolve(self, answer: api.Appended | BaseException) -> None:
+        if self.future.done():
+            return
+        if isinstance(answer, BaseException):
+            self.future.set_exception(answer)
+        else:
+            self.future.set_result(answer)
+
+
+@dataclass(eq=False)
+class _Queue:
+    """A record's requests: arrived and not tried yet, and waiting on a producer gap."""
+
+    waiting: list[_Request] = field(default_factory=list)
+    parked: list[_Request] = field(default_factory=list)
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task[None] | None = None
+
+
+@dataclass
+class _Outcome:
+    """What one group commit did: an answer or refusal per request (by ``id``)."""
+
+    answers: dict[int, api.Appended | BaseException]
+    flushed: bool = False
+    frames: int = 0
+    requests: int = 0
+
+
+def _commit(traj: api.Trajectory, group: list[_Request], shared: bool, wait: float) -> _Outcome:
+    """On a worker thread: admit ``group`` in order, then one durable flush.
+
+    ``shared`` (several processes write this store): take the writer lease
+    first, waiting up to ``wait`` s, re-reading what others committed, and give
+    it up after the flush.
+    """
+    if shared:
+        traj.acquire_writer(wait)
+    try:
+        outcome = _admit_all(traj, group)
+        if outcome.requests:
+            traj.flush()
+            outcome.flushed = True
+    finally:
+        if shared:
+            traj.release_writer()
+    return outcome
+
+
+def _admit_all(traj: api.Trajectory, group: list[_Request]) -> _Outcome:
+    """Admit every request it can; a gapped batch is retried after a producer's batch lands."""
+    outcome = _Outcome({})
+    todo = group
+    while todo:
+        gapped, progressed = [], False
+        for request in todo:
+            try:
+                answer = _admit(traj, request)
+            except SequenceGap as gap:
+                gapped.append(request)
+                outcome.answers[id(request)] = gap
+                continue
+            except MrecdError as refusal:
+                outcome.answers[id(request)] = refusal
+                continue
+            outcome.answers[id(request)] = answer
+            if not answer.duplicate:
+                outcome.requests += 1
+                outcome.frames += len(request.frames)
+                progressed = progressed or request.producer is not None
+        todo = gapped if progressed else []
+    return outcome
+
+
+def _admit(traj: api.Trajectory, request: _Request) -> api.Appended:
+    if request.producer is not None:
+        return traj.extend_once(request.frames, request.producer, expected_nstep=request.expected)
+    first = len(traj)
+    traj.extend(request.frames, expected_nstep=request.expected)
+    return api.Appended(first + len(request.frames), first, len(request.frames))

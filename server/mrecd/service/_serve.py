@@ -37,6 +37,8 @@ def serve(
     """
     if store is not None:
         os.environ["MRECD_STORE"] = store
+    # every worker's app learns that others share the store (it then gives leases up)
+    os.environ["MRECD_WORKERS"] = str(workers)
     settings = Settings()
     if not settings.tokens and not is_loopback(host) and not insecure:
         raise InvalidRecord(

@@ -59,6 +59,16 @@ class Settings(BaseSettings):
         Largest ``limit`` of a record listing page (and its default).
     events_poll_seconds
         How often a server-sent event stream re-reads the commit marker.
+    producer_gap_wait_seconds
+        How long a producer's batch that overtook an earlier one waits for it
+        before it is refused with ``SequenceGap``.
+    workers
+        Processes serving this store (``mrecd serve --workers`` sets it). Above
+        1 a trajectory's writer lease is given up after every group commit, so
+        that every worker can commit.
+    writer_lease_wait_seconds
+        How long a commit waits for another process to give a trajectory's
+        writer lease up before answering ``WriterBusy``.
     """
 
     model_config = SettingsConfigDict(env_prefix="MRECD_", extra="ignore")
@@ -71,3 +81,6 @@ class Settings(BaseSettings):
     max_atoms_per_frame: int = Field(default=50_000_000, gt=0)
     page_limit: int = Field(default=1000, gt=0)
     events_poll_seconds: float = Field(default=0.1, gt=0)
+    producer_gap_wait_seconds: float = Field(default=5.0, ge=0)
+    workers: int = Field(default=1, ge=1)
+    writer_lease_wait_seconds: float = Field(default=30.0, ge=0)

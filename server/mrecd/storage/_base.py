@@ -12,13 +12,14 @@ Keys never start or end with ``/`` and never hold ``.`` or ``..`` components;
 from __future__ import annotations
 
 import threading
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import IO, Literal
 
-from ..errors import InvalidRecord, PreconditionFailed
+from ..errors import InvalidRecord, PreconditionFailed, WriterBusy
 
 __all__ = [
     "ByteRange",
@@ -202,6 +203,24 @@ class WriterLease(AbstractContextManager["WriterLease"]):
         self.release()
 
 
+def wait_for_lease(take: Callable[[], WriterLease], wait: float) -> WriterLease:
+    """``take()`` retried until it stops raising :class:`WriterBusy` or ``wait`` seconds pass.
+
+    Polls (1 ms, doubling to 10 ms) rather than blocking in ``flock``: a
+    blocked call cannot be given up at a deadline.
+    """
+    deadline = time.monotonic() + wait
+    pause = 0.001
+    while True:
+        try:
+            return take()
+        except WriterBusy:
+            if time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(2 * pause, 0.01)
+
+
 class NoLease(WriterLease):
     """The lease of a store that cannot lock: conditional puts decide races instead."""
 
@@ -381,13 +400,13 @@ class Store(ABC):
         """
         raise NotImplementedError(f"{type(self).__name__} has no positional writes")
 
-    def writer_lease(self, key: str) -> WriterLease:
-        """Take the exclusive writer lease on ``key`` without waiting.
+    def writer_lease(self, key: str, *, wait: float = 0.0) -> WriterLease:
+        """Take the exclusive writer lease on ``key``, waiting up to ``wait`` seconds for it.
 
         Raises
         ------
         WriterBusy
-            Another writer (thread or process) holds it.
+            Another writer (thread or process) holds it (still, after ``wait``).
         """
         return NoLease()
 

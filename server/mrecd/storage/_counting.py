@@ -184,8 +184,8 @@ class CountingStore(Store):
     def open_positional(self, key: str) -> PositionalFile:
         return _CountingFile(self, self.inner.open_positional(key))
 
-    def writer_lease(self, key: str) -> WriterLease:
-        return self.inner.writer_lease(key)
+    def writer_lease(self, key: str, *, wait: float = 0.0) -> WriterLease:
+        return self.inner.writer_lease(key, wait=wait)
 
     def close(self) -> None:
         self.inner.close()

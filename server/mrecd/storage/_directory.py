@@ -36,6 +36,7 @@ from ._base import (
     check_key,
     check_request,
     precondition_failed,
+    wait_for_lease,
 )
 
 __all__ = ["DirectoryStore", "fsync_directory"]
@@ -282,7 +283,10 @@ class DirectoryStore(Store):
         path.parent.mkdir(parents=True, exist_ok=True)
         return _DirectoryFile(path)
 
-    def writer_lease(self, key: str) -> WriterLease:
+    def writer_lease(self, key: str, *, wait: float = 0.0) -> WriterLease:
+        return wait_for_lease(lambda: self._take_lease(key), wait)
+
+    def _take_lease(self, key: str) -> WriterLease:
         path = self._writable(key)
         path.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDONLY)

@@ -27,6 +27,7 @@ from ._base import (
     check_request,
     precondition_failed,
     range_bounds,
+    wait_for_lease,
 )
 
 __all__ = ["MemoryStore", "drop_memory_store", "memory_store"]
@@ -179,7 +180,10 @@ class MemoryStore(Store):
                 self._o.stamp(key)
         return _MemoryFile(self._o, key)
 
-    def writer_lease(self, key: str) -> WriterLease:
+    def writer_lease(self, key: str, *, wait: float = 0.0) -> WriterLease:
+        return wait_for_lease(lambda: self._take_lease(key), wait)
+
+    def _take_lease(self, key: str) -> WriterLease:
         with self._o.lock:
             if key in self._o.leases:
                 raise WriterBusy("another writer holds this trajectory", path=key)

@@ -102,5 +102,5 @@ class PrefixStore(Store):
     def open_positional(self, key: str) -> PositionalFile:
         return self.parent.open_positional(self._k(key))
 
-    def writer_lease(self, key: str) -> WriterLease:
-        return self.parent.writer_lease(self._k(key))
+    def writer_lease(self, key: str, *, wait: float = 0.0) -> WriterLease:
+        return self.parent.writer_lease(self._k(key), wait=wait)

@@ -33,6 +33,7 @@ from ._observables import (
     read_observables,
 )
 from ._pack import pack_directory
+from ._producers import Appended, Producer, ProducerTable
 from ._record import (
     RecordStore,
     SectionWriter,
@@ -51,8 +52,11 @@ __all__ = [
     "FRAME_SECTIONS",
     "SUBSTANTIVE",
     "ZIP_BRAND",
+    "Appended",
     "ClosedMetrics",
     "Node",
+    "Producer",
+    "ProducerTable",
     "RecordStore",
     "SectionParts",
     "SectionWriter",

@@ -28,6 +28,8 @@ from ...model import (
     loads_strict,
     on_grid,
 )
+from ._producers import ATTRIBUTE as PRODUCERS
+from ._producers import ProducerTable
 from ._shard import ArrayReader
 from ._tree import Tree, join
 
@@ -378,6 +380,10 @@ class TrajectoryReader:
                 )
         return True
 
+    def attribute(self, name: str) -> Any:
+        """The committed marker's attribute ``name`` as stored (``None`` when absent)."""
+        return self._attributes.get(name)
+
     def _progression(self, name: str, kind: type) -> dict[str, Any] | None:
         value = self._attributes.get(name)
         if value is None:
@@ -666,7 +672,18 @@ class TrajectoryReader:
         if not problems:
             problems.extend(self._validate_alignment(readers))
             problems.extend(self._validate_precision(readers))
+        problems.extend(self._validate_producers())
         return problems
+
+    def _validate_producers(self) -> list[tuple[str, str]]:
+        """mrecd's producer state: well formed, every kept answer within ``nstep``."""
+        try:
+            table = ProducerTable.from_attribute(self.attribute(PRODUCERS), path=self.path)
+        except InvalidRecord as exc:
+            return [(exc.path or self.path, exc.message)]
+        beyond = table.answers_beyond(self.nstep)
+        where = f"{self.path}/zarr.json#{PRODUCERS}"
+        return [(where, f"producer {p!r} has an answer beyond nstep {self.nstep}") for p in beyond]
 
     def _validate_alignment(self, readers: Mapping[str, BlockReader]) -> list[tuple[str, str]]:
         problems = []

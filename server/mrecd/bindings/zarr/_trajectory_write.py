@@ -10,8 +10,9 @@ and every ``K`` frames (or on :meth:`TrajectoryWriter.flush`) committed:
    written or migrated) in the same commit as the update that caused it;
 3. durable flushes only: fsync of the data files, their ``zarr.json`` and
    directories;
-4. ``trajectory/zarr.json`` replaced last, carrying ``nstep`` and the
-   progressions; durable: fsync it and ``trajectory/``.
+4. ``trajectory/zarr.json`` replaced last, carrying ``nstep``, the
+   progressions and the producer state (``mrecd_producers``, mrecd's
+   extension); durable: fsync it and ``trajectory/``.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ from ._extents import (
     row_bytes,
 )
 from ._json import write_json_atomic
+from ._producers import ATTRIBUTE as PRODUCERS
+from ._producers import Producer, ProducerTable
 from ._shard import ArrayAppender, ArrayCommit, ArrayLayout
 from ._trajectory_read import TrajectoryReader
 from ._tree import Tree
@@ -504,6 +507,7 @@ class TrajectoryWriter:
                 "a trajectory without sequence_schema (foreign writer) is read, not appended to"
             )
         self.declaration = reader.declaration
+        self.producers = ProducerTable.from_attribute(reader.attribute(PRODUCERS))
         self.state = SequenceState(self.declaration, system=system, sections=sections)
         self.blocks = {
             n: _BlockWriter(self.path / n, n, s) for n, s in self.declaration.blocks.items()
@@ -520,6 +524,8 @@ class TrajectoryWriter:
         self._helper: ThreadPoolExecutor | None = None
         self._inflight: list[Future[None]] = []
         self._failure: BaseException | None = None
+        #: whether close() must commit: until a durable flush (reopen may have repairs to commit)
+        self._unsynced = True
         try:
             self._reopen(reader)
         finally:
@@ -581,15 +587,20 @@ class TrajectoryWriter:
             self.flush(durable=False, wait=False)
         return self.nstep + self.pending
 
-    def extend(self, frames: Iterable[Frame]) -> int:
-        """Admit every frame first (all or nothing), then queue them. Returns the frame count."""
+    def extend(self, frames: Iterable[Frame], *, producer: Producer | None = None) -> int:
+        """Admit every frame first (all or nothing), then queue them. Returns the frame count.
+
+        ``producer`` (checked by the caller against :attr:`producers`) is
+        recorded with the frames, so the commit carrying them carries it too.
+        """
         self._raise_failure()
         trial = self.state.copy()
-        updates = [
-            trial.admit(f, path=f"frame {self.nstep + self.pending + i}")
-            for i, f in enumerate(frames)
-        ]
+        first = self.nstep + self.pending
+        updates = [trial.admit(f, path=f"frame {first + i}") for i, f in enumerate(frames)]
         self.state = trial
+        if producer is not None:
+            self.producers.record(producer, first, len(updates))
+            self._unsynced = True
         for update in updates:
             self._queue(update)
         if self.k and self.pending >= self.k:
@@ -645,6 +656,7 @@ class TrajectoryWriter:
         self._inflight.append(self._committer.submit(self._run, commit))
         while len(self._inflight) > (0 if wait else _MAX_INFLIGHT):
             self._settle(self._inflight.pop(0))
+        self._unsynced = not (durable and wait)
         return self.nstep
 
     def wait(self) -> None:
@@ -683,6 +695,9 @@ class TrajectoryWriter:
             progression = series.progression()
             if progression is not None:
                 attributes[name] = progression
+        producers = self.producers.to_attribute()
+        if producers is not None:
+            attributes[PRODUCERS] = producers
         return _Commit(
             arrays,
             groups,
@@ -740,7 +755,7 @@ class TrajectoryWriter:
     def close(self) -> None:
         """Commit durably and release the files."""
         try:
-            if self._failure is None:
+            if self._failure is None and (self._unsynced or self.pending):
                 self.flush(durable=True)
         finally:
             for pool in (self._committer, self._helper):

@@ -32,11 +32,44 @@ Names = Annotated[list[str] | None, Query(description="comma-separated or repeat
 
 
 class Appended(BaseModel):
-    """The answer to a POST of frames, sent after their durable commit."""
+    """The answer to a POST of frames, sent after their durable commit.
+
+    ``nstep`` is the frame count right after this request's frames. A
+    producer's retry of a committed batch answers as the first time with
+    ``duplicate`` true (``first``/``count`` null when that answer is no longer kept).
+    """
 
     nstep: int
-    first: int
-    count: int
+    first: int | None
+    count: int | None
+    duplicate: bool
+
+
+PRODUCER_HEADERS = ("Producer-Id", "Producer-Epoch", "Producer-Seq")
+_COUNTER_DIGITS = 16  # 2**53 has 16 digits
+
+
+def _producer(values: tuple[str | None, str | None, str | None]) -> api.Producer | None:
+    """The producer claim of ``Producer-Id/-Epoch/-Seq`` (all or none), else 422 naming one."""
+    if all(v is None for v in values):
+        return None
+    for header, value in zip(PRODUCER_HEADERS, values, strict=True):
+        if value is None:
+            raise InvalidRecord(
+                f"{header} is missing: Producer-Id, Producer-Epoch and Producer-Seq go together",
+                path=header,
+            )
+    producer_id, epoch, seq = (v.strip() for v in values if v is not None)
+    counters = []
+    for header, text in zip(PRODUCER_HEADERS[1:], (epoch, seq), strict=True):
+        if not text.isascii() or not text.isdigit() or len(text) > _COUNTER_DIGITS:
+            raise InvalidRecord(f"{header} must be an integer in [0, 2**53)", path=header)
+        counters.append(int(text))
+    try:
+        return api.Producer(producer_id, counters[0], counters[1])
+    except InvalidRecord as exc:
+        names = {"id": "Producer-Id", "epoch": "Producer-Epoch", "seq": "Producer-Seq"}
+        raise InvalidRecord(exc.message, path=names.get(exc.path or "", "Producer-Id")) from None
 
 
 AtNstep = Annotated[
@@ -143,19 +176,30 @@ async def append_frames(
     _: Append,
     content_type: Annotated[str | None, Header()] = None,
     if_match: Annotated[str | None, Header()] = None,
+    producer_id: Annotated[str | None, Header(alias="Producer-Id")] = None,
+    producer_epoch: Annotated[str | None, Header(alias="Producer-Epoch")] = None,
+    producer_seq: Annotated[str | None, Header(alias="Producer-Seq")] = None,
 ) -> Appended:
-    """Append one frame, a frame stream or JSON frames in one durable commit.
+    """Append one frame, a frame stream or JSON frames; answer once they are durable.
 
-    ``If-Match: "<nstep>"`` makes it conditional (412 with the current
-    ``nstep`` otherwise); a repeated or decreasing step is 409; a frame the
-    declaration refuses is 422. Nothing of a refused request lands.
+    Concurrent POSTs to one trajectory are committed together in arrival
+    order (one durable flush). ``If-Match: "<nstep>"`` makes it conditional
+    (412 with the current ``nstep`` otherwise); a repeated or decreasing step
+    is 409; a frame the declaration refuses is 422. Nothing of a refused
+    request lands. ``Producer-Id``, ``Producer-Epoch`` and ``Producer-Seq``
+    (all or none) make it an idempotent producer's batch: a retry answers as
+    the first time, a stale epoch is fenced, a gap waits for the missing
+    batches and is refused if they do not come.
     """
     expected = _expected(if_match)
+    producer = _producer((producer_id, producer_epoch, producer_seq))
     body = await _body(request, settings)
     frames = await blocking(lambda: media.decode_body(body, content_type))
     _check_limits(frames, settings)
-    nstep, first = await runs.append(name, frames, expected)
-    return Appended(nstep=nstep, first=first, count=len(frames))
+    answer = await runs.append(
+        name, frames, expected_nstep=expected, producer=producer, settings=settings
+    )
+    return Appended(**answer.to_dict())
 
 
 def _etag(incarnation: str, i: int, media_type: str, blocks: Any, columns: Any) -> str:
