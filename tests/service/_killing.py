@@ -32,6 +32,10 @@ FRAMES = "application/x-mrec-frames"
 SERVE = (sys.executable, "-m", "mrecd.cli", "serve")
 #: Generous: a request only times out when the server hangs, which is itself a finding.
 TIMEOUT = httpx.Timeout(20.0, connect=2.0)
+#: A POST that gives up on its answer at once: the server commits it, the poster never knows.
+DROP = httpx.Timeout(20.0, connect=2.0, read=0.001)
+#: how often a poster drops the answer of a POST
+DROP_RATE = 0.1
 
 
 def frame_bytes(poster: int, k: int, step: int) -> bytes:
@@ -167,6 +171,8 @@ class Ledger:
     #: cleared while the checker reads, so that posting does not outrun reading back
     go: threading.Event = field(default_factory=threading.Event)
     transport_errors: int = 0
+    #: POST answers the posters walked away from (on purpose, see ``DROP``)
+    dropped: int = 0
     #: answers by status code
     statuses: Counter[int] = field(default_factory=Counter)
 
@@ -232,6 +238,19 @@ class Poster(threading.Thread):
         self._failures = 0
         return response
 
+    def post_frames(self, body: bytes, headers: dict[str, str]) -> httpx.Response | None:
+        """POST ``body`` to the trajectory; now and then walk away before the answer."""
+        if self.rng.random() < DROP_RATE:
+            self.ledger.dropped += 1
+            return self.request(
+                "POST",
+                f"{self.path}/trajectory/frames",
+                content=body,
+                headers=headers,
+                timeout=DROP,
+            )
+        return self.request("POST", f"{self.path}/trajectory/frames", content=body, headers=headers)
+
     def backoff(self) -> None:
         """Sleep 10 ms doubling to 80 ms, with jitter: the server is restarting, try soon."""
         delay = min(0.01 * 2**self._failures, 0.08)
@@ -284,9 +303,7 @@ class IfMatchPoster(Poster):
         body = pack([frame_bytes(self.source, k, k) for k in ks])
         headers = {"Content-Type": FRAMES, "If-Match": f'"{ks.start}"'}
         while not self.stop.is_set() and not self.ledger.failures:
-            response = self.request(
-                "POST", f"{self.path}/trajectory/frames", content=body, headers=headers
-            )
+            response = self.post_frames(body, headers)
             if response is not None and response.status_code == 200:
                 return self._acknowledged(ks, response.json())
             if response is not None and response.status_code == 404:
@@ -314,7 +331,12 @@ class IfMatchPoster(Poster):
 
     def _acknowledged(self, ks: range, answer: dict[str, Any]) -> bool:
         ack = Ack(self.record, self.poster, ks, answer["nstep"], answer["first"], answer["count"])
-        if (ack.nstep, ack.first, ack.count) != (ks.stop, ks.start, len(ks)):
+        if (ack.nstep, ack.first, ack.count, answer.get("duplicate", False)) != (
+            ks.stop,
+            ks.start,
+            len(ks),
+            False,
+        ):
             self.ledger.failures.append(f"{self.name}: {answer} for frames [{ks.start}, {ks.stop})")
         self.ledger.acks.append(ack)
         return True
@@ -369,9 +391,7 @@ class ProducerPoster(Poster):
         }
         bodies = [self._items(ks)]
         while not self.stop.is_set() and not self.ledger.failures:
-            response = self.request(
-                "POST", f"{self.path}/trajectory/frames", content=pack(bodies[-1]), headers=headers
-            )
+            response = self.post_frames(pack(bodies[-1]), headers)
             if response is None:
                 continue  # unknown outcome: the same sequence again; a repeat is answered as such
             if response.status_code == 200:
