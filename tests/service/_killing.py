@@ -161,7 +161,7 @@ class Ack:
 
 @dataclass
 class Ledger:
-    """What the posters saw, shared with the checker (append-only lists; GIL-atomic)."""
+    """What the posters saw, shared with the checker (lists only appended to; counts locked)."""
 
     acks: list[Ack] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
@@ -175,6 +175,17 @@ class Ledger:
     dropped: int = 0
     #: answers by status code
     statuses: Counter[int] = field(default_factory=Counter)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count(self, what: str) -> None:
+        """Add one to counter ``what`` (``landed_unacked``, ``transport_errors``, ``dropped``)."""
+        with self._lock:
+            setattr(self, what, getattr(self, what) + 1)
+
+    def answered(self, status: int) -> None:
+        """Count an answer of ``status``."""
+        with self._lock:
+            self.statuses[status] += 1
 
 
 class Poster(threading.Thread):
@@ -225,10 +236,10 @@ class Poster(threading.Thread):
         try:
             response = self.http.request(method, url, **kwargs)
         except httpx.TransportError:
-            self.ledger.transport_errors += 1
+            self.ledger.count("transport_errors")
             self.backoff()
             return None
-        self.ledger.statuses[response.status_code] += 1
+        self.ledger.answered(response.status_code)
         if response.status_code >= 500:
             self.ledger.server_errors.append(
                 f"{method} {url}: {response.status_code} {response.text}"
@@ -241,7 +252,7 @@ class Poster(threading.Thread):
     def post_frames(self, body: bytes, headers: dict[str, str]) -> httpx.Response | None:
         """POST ``body`` to the trajectory; now and then walk away before the answer."""
         if self.rng.random() < DROP_RATE:
-            self.ledger.dropped += 1
+            self.ledger.count("dropped")
             return self.request(
                 "POST",
                 f"{self.path}/trajectory/frames",
@@ -321,7 +332,7 @@ class IfMatchPoster(Poster):
             if nstep == ks.start:
                 continue  # it did not land: send it again
             if nstep == ks.stop:
-                self.ledger.landed_unacked += 1
+                self.ledger.count("landed_unacked")
                 return True
             self.ledger.failures.append(
                 f"{self.name}: nstep {nstep} after sending frames [{ks.start}, {ks.stop})"
@@ -331,12 +342,8 @@ class IfMatchPoster(Poster):
 
     def _acknowledged(self, ks: range, answer: dict[str, Any]) -> bool:
         ack = Ack(self.record, self.poster, ks, answer["nstep"], answer["first"], answer["count"])
-        if (ack.nstep, ack.first, ack.count, answer.get("duplicate", False)) != (
-            ks.stop,
-            ks.start,
-            len(ks),
-            False,
-        ):
+        expected = {"nstep": ks.stop, "first": ks.start, "count": len(ks), "duplicate": False}
+        if answer != expected:
             self.ledger.failures.append(f"{self.name}: {answer} for frames [{ks.start}, {ks.stop})")
         self.ledger.acks.append(ack)
         return True
