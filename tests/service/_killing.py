@@ -90,10 +90,13 @@ class Server:
         The loopback port (kept across restarts: posters keep their URL).
     log
         stderr and stdout of every incarnation, appended (read when a start fails).
+    workers
+        ``--workers``: with more than one, uvicorn's supervisor replaces a
+        worker that dies, which :meth:`kill_worker` relies on.
     """
 
-    def __init__(self, store: Path, port: int, log: Path) -> None:
-        self.store, self.port, self.log = store, port, log
+    def __init__(self, store: Path, port: int, log: Path, workers: int = 1) -> None:
+        self.store, self.port, self.log, self.workers = store, port, log, workers
         self.url = f"http://127.0.0.1:{port}"
         self.starts = 0
         self._proc: subprocess.Popen[bytes] | None = None
@@ -105,8 +108,10 @@ class Server:
         began = time.monotonic()
         env = {**os.environ, "PYTHONPATH": f"{ROOT / 'server'}:{ROOT / 'client'}"}
         self._log_file = self.log.open("ab")
+        args = [*SERVE, str(self.store), "--host", "127.0.0.1", "--port", str(self.port)]
+        args += ["--workers", str(self.workers)]
         self._proc = subprocess.Popen(
-            [*SERVE, str(self.store), "--host", "127.0.0.1", "--port", str(self.port)],
+            args,
             env=env,
             stdout=self._log_file,
             stderr=subprocess.STDOUT,
@@ -138,6 +143,36 @@ class Server:
         if self._log_file is not None:
             self._log_file.close()
             self._log_file = None
+
+    def worker_pids(self) -> list[int]:
+        """Process ids of the workers the supervisor runs now (spawned Python children)."""
+        assert self._proc is not None
+        pid = self._proc.pid
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except FileNotFoundError:
+            return []
+        workers = []
+        for child in map(int, children):
+            with contextlib.suppress(FileNotFoundError):
+                if b"spawn_main" in Path(f"/proc/{child}/cmdline").read_bytes():
+                    workers.append(child)
+        return workers
+
+    def kill_worker(self, rng: random.Random, timeout: float = 60.0) -> float:
+        """SIGKILL one worker at random; wait until its replacement serves. Seconds waited."""
+        began = time.monotonic()
+        victim = rng.choice(self.worker_pids())
+        os.kill(victim, signal.SIGKILL)
+        while True:
+            assert time.monotonic() - began < timeout, f"no worker replaced {victim}: {self.tail()}"
+            fresh = [p for p in self.worker_pids() if p != victim]
+            if len(fresh) == self.workers and all(self._started(p) for p in fresh):
+                return time.monotonic() - began
+            time.sleep(0.05)
+
+    def _started(self, pid: int) -> bool:
+        return f"Started server process [{pid}]".encode() in self.log.read_bytes()
 
     def tail(self, size: int = 4000) -> str:
         """The end of the log of every incarnation."""
