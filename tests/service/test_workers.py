@@ -25,6 +25,7 @@ import httpx
 import pytest
 
 import mrecd
+from mrecd.errors import WriterBusy
 
 from .conftest import FRAMES, _free_port, make_frame, stream
 
@@ -166,3 +167,67 @@ def test_two_workers_land_every_frame_once(
         assert more.json()["first"] == 1 + POSTERS * BATCHES and not more.json()["duplicate"]
     finally:
         _kill(restarted)
+
+
+# -- in process: what a worker does with the lease between commits -------------------------------
+
+
+def _local_append(store: Path, step: int, wait: float = 0.0) -> None:
+    """Another process's append (it may wait ``wait`` s for the lease, as a worker does)."""
+    with mrecd.open(store).record("w", "r+") as record:
+        assert record.trajectory is not None
+        record.trajectory.acquire_writer(wait)
+        record.trajectory.append(make_frame(step, pe=-2.0))
+
+
+def _app_post(client: Any, step: int, seq: int) -> httpx.Response:
+    return client.post(
+        "/v1/records/w/trajectory/frames",
+        content=stream([make_frame(step)]),
+        headers={
+            "Content-Type": FRAMES,
+            "Producer-Id": "solo",
+            "Producer-Epoch": "0",
+            "Producer-Seq": str(seq),
+        },
+    )
+
+
+def test_a_shared_worker_gives_the_lease_up_and_rereads(make_client: Any, store_dir: Path) -> None:
+    with mrecd.open(store_dir).create_record("w", meta={"name": "w"}) as record:
+        assert record.trajectory is not None
+        record.trajectory.append(make_frame(0))
+    client = make_client(workers=2)
+    assert _app_post(client, 10, 0).json()["first"] == 1
+    _local_append(store_dir, 20, wait=5)  # the worker answers, then gives the lease up
+    answer = _app_post(client, 30, 1).json()  # the worker re-reads nstep (and its producers)
+    assert answer == {"nstep": 4, "first": 3, "count": 1, "duplicate": False}
+    assert _app_post(client, 10, 0).json()["duplicate"] is True
+    assert client.get("/v1/records/w/trajectory/steps").json()["steps"] == [0, 10, 20, 30]
+
+
+def test_a_single_worker_keeps_the_lease(make_client: Any, store_dir: Path) -> None:
+    with mrecd.open(store_dir).create_record("w", meta={"name": "w"}) as record:
+        assert record.trajectory is not None
+        record.trajectory.append(make_frame(0))
+    client = make_client()
+    assert _app_post(client, 10, 0).status_code == 200
+    with pytest.raises(WriterBusy):
+        _local_append(store_dir, 20, wait=0.3)
+
+
+def test_a_gap_is_filled_through_another_worker(make_client: Any, store_dir: Path) -> None:
+    """Sequence 1 waits in one worker while sequence 0 lands through another."""
+    with mrecd.open(store_dir).create_record("w", meta={"name": "w"}) as record:
+        assert record.trajectory is not None
+        record.trajectory.append(make_frame(0))
+    first, second = make_client(workers=2), make_client(workers=2)
+    answers: dict[int, Any] = {}
+    later = threading.Thread(target=lambda: answers.update({1: _app_post(first, 20, 1)}))
+    later.start()
+    time.sleep(0.3)  # sequence 1 is parked in the first worker
+    answers[0] = _app_post(second, 10, 0)
+    later.join(30)
+    assert answers[0].json() == {"nstep": 2, "first": 1, "count": 1, "duplicate": False}
+    assert answers[1].json() == {"nstep": 3, "first": 2, "count": 1, "duplicate": False}
+    assert second.get("/v1/records/w/trajectory/steps").json()["steps"] == [0, 10, 20]

@@ -13,6 +13,8 @@ import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +23,7 @@ import pytest
 
 import mrecd
 from mrecd.api import Appended, Producer, validate_record
-from mrecd.api._trajectory import Trajectory
+from mrecd.api._trajectory import Trajectory, open_trajectory
 from mrecd.bindings.zarr._producers import MAX_ANSWERS, MAX_PRODUCERS, ProducerTable
 from mrecd.errors import (
     InvalidRecord,
@@ -29,7 +31,10 @@ from mrecd.errors import (
     ProducerFenced,
     SequenceGap,
     StepOrderError,
+    WriterBusy,
 )
+
+from .conftest import make_root
 
 
 def frame(step: int, n: int = 3) -> mrecd.Frame:
@@ -263,3 +268,80 @@ def test_the_state_survives_sigkill(tmp_path: Path) -> None:
         more = [mrecd.Frame({"atoms": {"x": np.full(3, 50.0)}}, step=50)]
         assert traj.extend_once(more, Producer("job", 1, 5)) == Appended(11, 10, 1)
         assert len(traj) == 11
+
+
+def test_acquire_writer_waits_for_the_lease(tmp_path: Path) -> None:
+    with mrecd.open(tmp_path / "data").create_record("r", meta={"name": "r"}) as record:
+        assert record.trajectory is not None
+        record.trajectory.append(frame(0))
+    holder = mrecd.open(tmp_path / "data").record("r", "r+")
+    waiter = mrecd.open(tmp_path / "data").record("r", "r+")
+    assert holder.trajectory is not None and waiter.trajectory is not None
+    holder.trajectory.append(frame(10))
+    started = time.monotonic()
+    with pytest.raises(WriterBusy):
+        waiter.trajectory.acquire_writer(0.2)
+    assert time.monotonic() - started >= 0.2
+    timer = threading.Timer(0.2, holder.trajectory.release_writer)
+    timer.start()
+    assert waiter.trajectory.acquire_writer(10) == 2  # took it once released, re-read nstep
+    waiter.trajectory.append(frame(20))
+    waiter.close()
+    holder.close()
+    timer.join()
+    with mrecd.open(tmp_path / "data").record("r") as record:
+        assert record.trajectory is not None
+        assert list(record.trajectory.steps()) == [0, 10, 20]
+
+
+_PRODUCER_CHILD = """
+import sys
+import numpy as np
+import mrecd
+from mrecd.api import Producer
+from mrecd.api._trajectory import open_trajectory
+root, epoch = sys.argv[1], int(sys.argv[2])
+traj = open_trajectory(root, flush_every=2)  # automatic commits inside every batch too
+seq = len(traj) // 3
+while True:
+    batch = [mrecd.Frame({"atoms": {"x": np.full(3, float(3 * seq + k))}}, step=3 * seq + k)
+             for k in range(3)]
+    traj.extend_once(batch, Producer("job", epoch, seq))
+    if seq % 3 == 0:
+        traj.flush()
+        print("DURABLE", seq, flush=True)
+    seq += 1
+"""
+
+
+def test_sigkill_mid_stream_keeps_the_state_and_the_frames_together(tmp_path: Path) -> None:
+    root = make_root(tmp_path / "run.mrec")
+    durable = -1
+    for kill, delay in enumerate((0.6, 0.9, 1.3)):
+        child = subprocess.Popen(
+            [sys.executable, "-c", _PRODUCER_CHILD, str(root), "0"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=os.environ,
+        )
+        time.sleep(delay + (3.0 if kill == 0 else 0))  # the first start imports numpy, zarr
+        child.send_signal(signal.SIGKILL)
+        out, _ = child.communicate(timeout=30)
+        seen = [int(line.split()[1]) for line in out.splitlines() if line.startswith("DURABLE")]
+        durable = max([durable, *seen])
+        traj = open_trajectory(root)
+        n = len(traj)
+        attribute = marker_at(root)["mrecd_producers"]
+        stored = attribute[0]["seq"]
+        assert n == 3 * (stored + 1), "frames and producer state committed apart"
+        assert stored >= durable
+        assert attribute[0]["answers"][-1] == [stored, 3 * stored, 3]
+        assert [f.step for f in traj] == list(range(n))
+        retry = frames(3 * stored, 3 * stored + 1, 3 * stored + 2)
+        assert traj.extend_once(retry, Producer("job", 0, stored)) == Appended(n, n - 3, 3, True)
+        traj.close()
+    assert durable >= 0
+
+
+def marker_at(root: Path) -> dict[str, Any]:
+    return dict(json.loads((root / "trajectory" / "zarr.json").read_text())["attributes"])

@@ -1,10 +1,13 @@
 """Open records of one service process: one ``r+`` handle (and writer) per record name.
 
 A record's :class:`~mrecd.api.Trajectory` stays open between requests, so it
-keeps its writer lease; an :class:`asyncio.Lock` per name serializes appends
-in arrival order. Unborn records (created with a name and meta only) live
-here until their first frames put them on the store. Every method that
-touches the store runs on a worker thread.
+keeps its writer lease (with several workers: only while it has appends
+queued). Appends queue per record and one task per record commits them in
+groups, in arrival order, under an :class:`asyncio.Lock` per name (also taken
+by create and delete): every request queued when a commit starts is admitted
+and all of them made durable by one flush. Unborn records (created with a
+name and meta only) live here until their first frames put them on the
+store. Every method that touches the store runs on a worker thread.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 from anyio import to_thread
 
 from .. import api
-from ..errors import AlreadyExists, MrecdError, NotFound, SequenceGap
+from ..errors import AlreadyExists, NotFound, SequenceGap
 from ..model import Frame
 from .settings import Settings
 
@@ -159,6 +162,8 @@ class Runs:
             loop.time() + settings.producer_gap_wait_seconds,
             loop.create_future(),
         )
+        # an answer nobody awaits any more (the client went away) is not an unretrieved error
+        request.future.add_done_callback(lambda f: f.cancelled() or f.exception())
         queue.waiting.append(request)
         queue.wake.set()
         if queue.task is None or queue.task.done():
@@ -168,17 +173,31 @@ class Runs:
 
     async def _commit_loop(self, name: str, queue: _Queue, settings: Settings) -> None:
         """Commit groups of ``name``'s queue until it is empty (one task per record)."""
+        loop = asyncio.get_running_loop()
+        held_since: float | None = None
         try:
             while queue.waiting or queue.parked:
                 if not queue.waiting and not await self._gap_wait(queue, settings):
                     continue
                 queue.parked = await self._commit_group(name, queue, settings)
+                if settings.workers == 1:
+                    continue  # one process: the writer and its lease stay, nobody waits on them
+                held_since = loop.time() if held_since is None else held_since
+                handover = loop.time() - held_since >= settings.writer_lease_hold_seconds
+                if queue.waiting and not handover:
+                    continue  # busy: the next group commits on the writer still open
+                await self._release_writer(name)
+                held_since = None
+                if queue.waiting:  # let a waiting worker take the lease before retaking it
+                    await asyncio.sleep(_HANDOVER_SECONDS)
         except BaseException as exc:  # never leave a request without an answer
             for request in [*queue.parked, *queue.waiting]:
-                if not request.future.done():
-                    request.future.set_exception(exc)
+                request.resolve(exc)
             queue.parked, queue.waiting = [], []
             raise
+        finally:
+            if self._queues.get(name) is queue:  # the next request starts a new queue
+                del self._queues[name]
 
     async def _gap_wait(self, queue: _Queue, settings: Settings) -> bool:
         """Wait while only gapped requests are queued; whether to try them again now.
@@ -223,7 +242,7 @@ class Runs:
         except Exception as exc:  # the record is gone, the lease never came, a commit failed
             for request in group:
                 request.resolve(exc)
-            await self._forget_writer(name)
+            await self._release_writer(name)
             return []
         if outcome.flushed:
             self._group_committed(name, frames=outcome.frames, requests=outcome.requests)
@@ -237,8 +256,11 @@ class Runs:
                 request.resolve(answer)
         return waiting
 
-    async def _forget_writer(self, name: str) -> None:
-        """Drop ``name``'s writer after a failed commit: the next write re-reads the store."""
+    async def _release_writer(self, name: str) -> None:
+        """Commit and give ``name``'s writer lease up; the next write re-reads the store.
+
+        After every busy spell with several workers, and after a failed commit.
+        """
         held = self._open.get(name)
         if held is None:
             return
@@ -248,8 +270,9 @@ class Runs:
             if traj is not None:
                 traj.release_writer()
 
-        with contextlib.suppress(Exception):  # the failed commit's error went to its requests
-            await to_thread.run_sync(release)
+        async with self.lock(name):
+            with contextlib.suppress(Exception):  # a failed commit's error went to its requests
+                await to_thread.run_sync(release)
 
     def _group_committed(self, name: str, *, frames: int, requests: int) -> None:
         """One group commit of record ``name`` is durable: ``frames`` from ``requests`` POSTs.
@@ -278,6 +301,8 @@ class Runs:
 
 #: how often requests waiting on a gap look again when another process may fill it
 _SHARED_GAP_POLL = 0.05
+#: a pause after handing the lease over while busy: longer than a waiting worker's poll (10 ms)
+_HANDOVER_SECONDS = 0.015
 _arrivals = itertools.count()
 
 
@@ -296,7 +321,9 @@ class _Request:
     def resolve(self, answer: api.Appended | BaseException) -> None:
         if self.future.done():
             return
-        if isinstance(answer, BaseException):
+        if isinstance(answer, asyncio.CancelledError):
+            self.future.cancel()
+        elif isinstance(answer, BaseException):
             self.future.set_exception(answer)
         else:
             self.future.set_result(answer)
@@ -325,20 +352,15 @@ class _Outcome:
 def _commit(traj: api.Trajectory, group: list[_Request], shared: bool, wait: float) -> _Outcome:
     """On a worker thread: admit ``group`` in order, then one durable flush.
 
-    ``shared`` (several processes write this store): take the writer lease
-    first, waiting up to ``wait`` s, re-reading what others committed, and give
-    it up after the flush.
+    ``shared`` (several processes write this store): hold the writer lease
+    first, waiting up to ``wait`` s; taking it re-reads what others committed.
     """
     if shared:
         traj.acquire_writer(wait)
-    try:
-        outcome = _admit_all(traj, group)
-        if outcome.requests:
-            traj.flush()
-            outcome.flushed = True
-    finally:
-        if shared:
-            traj.release_writer()
+    outcome = _admit_all(traj, group)
+    if outcome.requests:
+        traj.flush()
+        outcome.flushed = True
     return outcome
 
 
@@ -355,7 +377,7 @@ def _admit_all(traj: api.Trajectory, group: list[_Request]) -> _Outcome:
                 gapped.append(request)
                 outcome.answers[id(request)] = gap
                 continue
-            except MrecdError as refusal:
+            except Exception as refusal:  # this request's alone, not the group's
                 outcome.answers[id(request)] = refusal
                 continue
             outcome.answers[id(request)] = answer

@@ -69,6 +69,10 @@ class Settings(BaseSettings):
     writer_lease_wait_seconds
         How long a commit waits for another process to give a trajectory's
         writer lease up before answering ``WriterBusy``.
+    writer_lease_hold_seconds
+        With several workers, how long a worker with queued appends keeps a
+        trajectory's writer lease (and its open writer) across group commits
+        before handing it over; an idle worker gives it up at once.
     """
 
     model_config = SettingsConfigDict(env_prefix="MRECD_", extra="ignore")
@@ -84,3 +88,4 @@ class Settings(BaseSettings):
     producer_gap_wait_seconds: float = Field(default=5.0, ge=0)
     workers: int = Field(default=1, ge=1)
     writer_lease_wait_seconds: float = Field(default=30.0, ge=0)
+    writer_lease_hold_seconds: float = Field(default=0.1, ge=0)

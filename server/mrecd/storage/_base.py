@@ -215,9 +215,10 @@ def wait_for_lease(take: Callable[[], WriterLease], wait: float) -> WriterLease:
         try:
             return take()
         except WriterBusy:
-            if time.monotonic() + pause > deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise
-        time.sleep(pause)
+        time.sleep(min(pause, left))
         pause = min(2 * pause, 0.01)
 
 

@@ -171,13 +171,6 @@ class ProducerTable:
             if any(first + count > nstep for first, count in state.answers.values())
         ]
 
-    def copy(self) -> ProducerTable:
-        """An independent copy (a trial admission changes it, not this one)."""
-        table = ProducerTable()
-        for producer_id, state in self._states.items():
-            table._states[producer_id] = _State(state.epoch, state.seq, OrderedDict(state.answers))
-        return table
-
     def check(self, producer: Producer, nstep: int) -> Appended | None:
         """``None`` when ``producer``'s batch is next; its first answer when a duplicate.
 
