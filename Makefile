@@ -24,9 +24,12 @@ $(VENV)/.bench: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -q -m "not slow"
 
-# Crash-safety soak: SIGKILL a real writer many more times than the suite does.
+# Crash-safety soak: SIGKILL a real writer, then a real server under 8 posters, many more
+# times than the suite does (KILLS=..., SERVER_KILLS=...).
 soak: $(STAMP)
 	MRECD_SOAK_KILLS=$${KILLS:-500} $(PY) -m pytest -q -m slow tests/trajectory/test_crash.py
+	MRECD_SOAK_SERVER_KILLS=$${SERVER_KILLS:-200} $(PY) -m pytest -q -s -m slow \
+		tests/service/test_server_kill.py
 
 bench: $(VENV)/.bench
 	$(PY) -m bench $(BENCH)
