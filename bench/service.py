@@ -644,7 +644,8 @@ def run(tmp: Path) -> None:
     serve = ["-m", "mrecd.cli", "serve", str(store), "--host", "127.0.0.1", "--port", str(port)]
     with (
         spawn(serve, port, "/healthz", tmp / "mrecd.log") as server,
-        httpx.Client(timeout=60) as client,
+        # identity, as mrecd_client asks: the in-memory baseline never compresses
+        httpx.Client(timeout=60, headers={"Accept-Encoding": "identity"}) as client,
     ):
         get_table, no_tiled = get_section(client, url, store, picks, no_tiled)
         rates, concurrency = post_tables(client, url, tmp)

@@ -20,13 +20,14 @@ from .settings import SCOPES, Scope, Settings
 __all__ = ["Admin", "Append", "Read", "RunsDep", "SettingsDep", "get_runs", "get_settings"]
 
 
-def get_settings(request: Request) -> Settings:
+# async (no I/O): FastAPI would otherwise run each of these on a worker thread per request
+async def get_settings(request: Request) -> Settings:
     """The settings the app was built with."""
     settings: Settings = request.app.state.settings
     return settings
 
 
-def get_runs(request: Request) -> Runs:
+async def get_runs(request: Request) -> Runs:
     """The records this process holds open (made in the app's lifespan)."""
     runs: Runs = request.app.state.runs
     return runs

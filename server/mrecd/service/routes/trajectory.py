@@ -7,7 +7,7 @@ import hashlib
 import json
 from collections.abc import AsyncIterator
 from functools import partial
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -249,21 +249,44 @@ async def read_frame(
     """
     media_type = media.negotiate(accept, [media.FRAME, media.JSON])
     traj = await runs.trajectory(name)
-    wanted_blocks, wanted_columns = _names(blocks), _names(columns)
+    wanted = _Projection(media_type, _names(blocks), _names(columns))
+    # one hop to a worker thread for the whole read: each hop costs as much as a small read
+    status, body, headers = await blocking(
+        partial(_frame_answer, runs.catalog, name, traj, i, wanted, if_none_match)
+    )
+    return Response(body, status_code=status, media_type=media_type, headers=headers)
+
+
+class _Projection(NamedTuple):
+    """What a frame request asks for: the representation and the projection."""
+
+    media_type: str
+    blocks: list[str] | None
+    columns: list[str] | None
+
+
+def _frame_answer(
+    catalog: api.Catalog,
+    name: str,
+    traj: api.Trajectory,
+    i: int,
+    wanted: _Projection,
+    if_none_match: str | None,
+) -> tuple[int, bytes, dict[str, str]]:
+    """Status, body and headers of frame ``i`` (blocking: stats the root, reads, encodes)."""
     nstep = len(traj)
     j = i + nstep if i < 0 else i
     if not 0 <= j < nstep:
         raise RecordOutOfRange(f"frame {i} is outside the {nstep} frames", path=f"frames/{i}")
-    info = await blocking(lambda: runs.catalog.key_info(name, "zarr.json"))
     headers = {NSTEP: str(nstep)}
+    info = catalog.key_info(name, "zarr.json")
     if info is not None:
-        headers["ETag"] = _etag(info.etag, j, media_type, wanted_blocks, wanted_columns)
+        headers["ETag"] = _etag(info.etag, j, wanted.media_type, wanted.blocks, wanted.columns)
         headers["Cache-Control"] = _IMMUTABLE
         if if_none_match is not None and headers["ETag"] in _tags(if_none_match):
-            return Response(status_code=304, headers=headers)
-    frame = await blocking(lambda: traj.read(j, blocks=wanted_blocks, columns=wanted_columns))
-    body = await blocking(lambda: media.encode_one(frame, media_type))
-    return Response(body, media_type=media_type, headers=headers)
+            return 304, b"", headers
+    frame = traj.read(j, blocks=wanted.blocks, columns=wanted.columns)
+    return 200, media.encode_one(frame, wanted.media_type), headers
 
 
 def _tags(header: str) -> list[str]:
