@@ -27,6 +27,7 @@ INTENDED_DIFFERENCES: dict[str, dict[str, str]] = {
         "extend_once": "writer: extend as an idempotent producer's batch (issue 12, exactly once)",
         "acquire_writer": "writer: wait for another process's lease (several service workers)",
         "release_writer": "writer: commit and give the lease up, staying open (several workers)",
+        "exclusive": "writer: hold the trajectory from admission to flush (service group commits)",
         "flush": "writer: commits queued frames durably",
         "close": "writer: commits and releases the writer lock",
         "nstep": "writer: frames committed on disk, while len counts queued ones too",

@@ -86,6 +86,7 @@ INTENDED_DIFFERENCES: dict[str, dict[str, str]] = {
     "Trajectory/RemoteTrajectory": {
         "acquire_writer": LEASE,
         "release_writer": LEASE,
+        "exclusive": LEASE,
         "extend_once": ONCE,
         "producer": "the idempotent producer this handle appends as (service contract)",
         "claim": "a restarted job claims its producer id with a higher epoch",
@@ -128,6 +129,7 @@ INTENDED_DIFFERENCES: dict[str, dict[str, str]] = {
     "Trajectory/AsyncRemoteTrajectory": {
         "acquire_writer": LEASE,
         "release_writer": LEASE,
+        "exclusive": LEASE,
         "extend_once": ONCE,
         "producer": "the idempotent producer this handle appends as (service contract)",
         "claim": "a restarted job claims its producer id with a higher epoch",

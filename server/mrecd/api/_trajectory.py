@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, overload
 
 import numpy as np
@@ -329,6 +330,18 @@ class Trajectory(Sequence[Frame]):
                 writer = self._writer_for(frames[0] if frames else None)
             writer.extend(frames, producer=producer)
             return Appended(first + len(frames), first, len(frames))
+
+    @contextmanager
+    def exclusive(self) -> Iterator[None]:
+        """Hold the trajectory for a group of calls made by this thread.
+
+        Other threads' reads and writes wait until the block ends, so a group
+        of appends that ends in :meth:`flush` is seen whole and durable or not
+        at all: nobody reads its frames while they are only queued. The
+        service commits each group of POSTs inside one such block.
+        """
+        with self._mutex:
+            yield
 
     def acquire_writer(self, wait: float = 0.0) -> int:
         """Hold the writer lease, waiting up to ``wait`` s for another process to give it up.

@@ -357,12 +357,15 @@ def _commit(traj: api.Trajectory, group: list[_Request], shared: bool, wait: flo
     ``shared`` (several processes write this store): hold the writer lease
     first, waiting up to ``wait`` s; taking it re-reads what others committed.
     """
-    if shared:
-        traj.acquire_writer(wait)
-    outcome = _admit_all(traj, group)
-    if outcome.requests:
-        traj.flush()
-        outcome.flushed = True
+    # held from admission to the durable flush: a read in this process never sees a frame
+    # that is only queued (a kill then would lose what a GET had reported)
+    with traj.exclusive():
+        if shared:
+            traj.acquire_writer(wait)
+        outcome = _admit_all(traj, group)
+        if outcome.requests:
+            traj.flush()
+            outcome.flushed = True
     return outcome
 
 

@@ -341,7 +341,7 @@ async def read_frames(
         raise InvalidRecord("step must not be 0", path="step")
     media_type = media.negotiate(accept, [media.FRAMES, media.NDJSON, media.JSON])
     traj = await runs.trajectory(name)
-    at = _at(len(traj), nstep)
+    at = _at(await blocking(traj.__len__), nstep)  # len waits while a group commits
     ordinals = range(*slice(start, stop, step).indices(at))
     return StreamingResponse(
         _stream(traj, ordinals, media_type),
