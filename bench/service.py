@@ -17,7 +17,8 @@ every client request goes over loopback through httpx, in the same run:
 * Peak server RSS while it streams a 10,000-frame slice.
 
 ``MRECD_BENCH_FRAMES`` sets the largest trajectory (default 10,000; 100,000
-adds that point, which takes a few minutes more). ``python -m bench.service
+adds that point, which takes a few minutes more; ``MRECD_BENCH_TILED=0`` leaves
+Tiled out, which a 100,000-frame run wants: Tiled's copy is a 7 GB array). ``python -m bench.service
 baseline|tiled ...`` runs the baseline servers (this module starts them).
 """
 
@@ -208,6 +209,8 @@ def serve_tiled(spec: str, port: int) -> None:
 
 def tiled_missing() -> str | None:
     """Why Tiled cannot be the second baseline here (``None``: it can)."""
+    if os.environ.get("MRECD_BENCH_TILED", "1") == "0":
+        return "skipped (MRECD_BENCH_TILED=0)"
     if importlib.util.find_spec("tiled") is None:
         return "not installed (pip install 'mrecd[bench]')"
     for module in ("tiled.server.app", "tiled.adapters.array"):

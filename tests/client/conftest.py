@@ -10,9 +10,6 @@ coroutine method of the async one), so one body exercises both clients.
 from __future__ import annotations
 
 import inspect
-import socket
-import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,9 +17,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-import uvicorn
 
 import mrecd
+from _uvicorn import serve_app
 from mrecd.service import Settings, create_app
 from mrecd_client import AsyncClient, Client
 
@@ -39,36 +36,12 @@ def make_frame(step: int, n: int = 4, *, pe: float | None = None) -> mrecd.Frame
     )
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextmanager
 def serve(store: Path, **settings: Any) -> Iterator[str]:
     """A real uvicorn serving ``store`` on 127.0.0.1 in a thread; its base URL."""
-    port = _free_port()
-    config = uvicorn.Config(
-        create_app(Settings(store=str(store), events_poll_seconds=0.05, **settings)),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        timeout_graceful_shutdown=2,
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    app = create_app(Settings(store=str(store), events_poll_seconds=0.05, **settings))
+    with serve_app(app, timeout_graceful_shutdown=2) as url:
+        yield url
 
 
 @pytest.fixture

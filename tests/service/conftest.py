@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-import uvicorn
 from fastapi.testclient import TestClient
 
 import mrecd
+from _uvicorn import free_port, serve_app
 from mrecd.codecs import encode_frame
 from mrecd.service import Settings, create_app
 
@@ -87,26 +84,12 @@ def run(client: TestClient) -> str:
     return "run-1"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+_free_port = free_port  # the name the service tests import
 
 
 @pytest.fixture
 def live_server(store_dir: Path) -> Iterator[str]:
     """A real uvicorn serving ``store_dir`` on 127.0.0.1 in a thread; its base URL."""
-    port = _free_port()
     settings = Settings(store=str(store_dir), events_poll_seconds=0.05)
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with serve_app(create_app(settings)) as url:
+        yield url

@@ -11,9 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,10 +18,10 @@ from typing import Any
 import httpx
 import numpy as np
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 import mrecd
+from _uvicorn import serve_app
 from mrecd import api
 from mrecd.errors import InvalidRecord, PreconditionFailed, StepOrderError
 from mrecd.service import Settings, create_app
@@ -33,31 +30,12 @@ from mrecd.service._runs import Runs
 from .conftest import FRAMES, make_frame, stream
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.contextmanager
 def serve_in_thread(store_dir: Path, **settings: Any) -> Iterator[tuple[str, FastAPI]]:
     """A real uvicorn serving ``store_dir`` on 127.0.0.1 in a thread: its URL and app."""
-    port = _free_port()
     app = create_app(Settings(store=str(store_dir), **settings))
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}", app
-    finally:
-        server.should_exit = True
-        thread.join(10)
+    with serve_app(app) as url:
+        yield url, app
 
 
 def tagged(step: int, tag: float) -> mrecd.Frame:
