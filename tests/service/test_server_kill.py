@@ -229,11 +229,6 @@ def test_soak_worker_kills(two_workers: Server) -> None:  # pragma: no cover - `
     own_records(two_workers, kills - kills // 2, kill_one_worker)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an empty PUT starts an unborn run held only by the process that answered"
-    " (README 'Creating'): a kill loses it, and another --workers process answers 404",
-)
 def test_an_acknowledged_empty_put_survives_a_kill(server: Server) -> None:
     server.start()
     assert httpx.put(f"{server.url}/v1/records/unborn", json={}).status_code == 201
