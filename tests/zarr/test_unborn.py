@@ -72,12 +72,15 @@ def test_a_read_only_unborn_handle_refuses_writes_and_follows_the_birth(url: str
     catalog = mrecd.open(url)
     writer = catalog.create_record("job")
     reader = mrecd.open(url).record("job")
-    assert reader.read_only and reader.trajectory is None and not reader.refresh()
+    assert reader.read_only and not reader.refresh()
+    assert reader.trajectory is not None and len(reader.trajectory) == 0
     with pytest.raises(mrecd.ReadOnlyError):
         reader.write_status({"state": "running"})
     writer.trajectory.append(frame(0))  # type: ignore[union-attr]
     writer.close()
     assert reader.refresh() and reader.trajectory is not None and len(reader.trajectory) == 1
+    with pytest.raises(mrecd.ReadOnlyError):
+        reader.trajectory.append(frame(1))
 
 
 def test_delete_record_removes_an_unborn_run(url: str) -> None:

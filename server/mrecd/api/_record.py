@@ -374,10 +374,15 @@ class StoredRecord:
         """The trajectory section, one object per open record (it holds the writer).
 
         ``None`` on a read-only record without one; on a writable record the
-        first ``append`` creates it, declaring what that frame presents.
+        first ``append`` creates it, declaring what that frame presents. An
+        unborn run's is empty (read-only: it follows the birth on ``refresh``).
         """
         if self._trajectory is None:
-            if self._read_only and (self._store is None or self._store.node("trajectory") is None):
+            if (
+                self._read_only
+                and self._store is not None
+                and self._store.node("trajectory") is None
+            ):
                 return None
             self._trajectory = open_trajectory(self)
             if self._store is None:
