@@ -261,3 +261,14 @@ def test_a_handle_that_missed_a_section_birth_starts_the_trajectory(url: str) ->
     with mrecd.open(url).record("job") as rec:
         assert rec.status == {"state": "running"}
         assert rec.trajectory is not None and len(rec.trajectory) == 1
+
+
+def test_a_create_with_content_meets_an_unborn_run(url: str) -> None:
+    catalog = mrecd.open(url)
+    catalog.create_record("job", meta={"a": 1})
+    with pytest.raises(mrecd.AlreadyExists, match="already exists"):
+        catalog.create_record("job", status={"state": "running"})
+    assert not catalog.record("job").exists  # the refused create left the unborn run alone
+    with catalog.create_record("job", status={"state": "done"}, overwrite=True) as rec:
+        assert rec.exists and rec.status == {"state": "done"} and "a" not in rec.meta
+    assert catalog.records() == ["job"] and catalog.record("job").exists

@@ -741,6 +741,10 @@ def create_record(
     if method_doc is not None:
         writers.append(("method", document_writer(method_doc)))
     hook = None if declaration is None else _trajectory_hook(declaration)
+    if (path / UNBORN).is_file() and not (path / "zarr.json").is_file():
+        if not overwrite:
+            raise AlreadyExists("a record already exists at this path (unborn)", path=str(path))
+        path.store.delete_prefix(path.key)  # overwrite replaces the unborn run, marker and all
     build_record(path, meta_doc, writers, overwrite=overwrite, before_publish=hook)
     return open_record(path, "r+")
 
