@@ -243,6 +243,11 @@ class AsyncRemoteRecord:
         landed = self._trajectory is not None and self._trajectory._pipeline.nstep > 0
         return bool(self._summary.sections) or landed
 
+    async def refresh(self) -> bool:
+        """Ask the server again whether the run is born (its first write landed); ``exists``."""
+        await self.sections()
+        return self.exists
+
     @property
     def read_only(self) -> bool:
         """Whether appends are refused (mode ``"r"``, or a packed record)."""

@@ -290,6 +290,10 @@ class RemoteRecord:
         """Whether the record is on the server's store (``False`` until a new run's first frame)."""
         return bool(self.sections)
 
+    def refresh(self) -> bool:
+        """Ask the server again whether the run is born (its first write landed); ``exists``."""
+        return bool(self.sections)
+
     @property
     def read_only(self) -> bool:
         """Whether appends are refused (mode ``"r"``, or a packed record)."""

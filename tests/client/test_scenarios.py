@@ -39,6 +39,19 @@ def append_and_flush(traj: Any, *frames: mrecd.Frame) -> int:
     return int(traj.flush())
 
 
+def test_an_unborn_run_is_born_through_another_handle(catalog: Any) -> None:
+    first = catalog.create_record("run-u")
+    assert "run-u" in catalog.records() and not first.refresh()
+    other = catalog.record("run-u", "r+")
+    assert not other.exists
+    append_and_flush(other.trajectory, make_frame(0), make_frame(1))
+    other.close()
+    assert first.refresh() and "trajectory" in first.sections
+    first.close()
+    with pytest.raises(mrecd.AlreadyExists):
+        catalog.create_record("run-u")
+
+
 def test_a_run_starts_with_only_its_first_frames(catalog: Any) -> None:
     record = catalog.create_record("run-1", meta={"project": "water"})
     assert not record.exists and record.sections == []

@@ -483,7 +483,7 @@ class Reader:
             f"{self.path}/frames", params={"start": len(self.items)}, headers={"Accept": FRAMES}
         )
         if response.status_code == 404 and not self.items:
-            return []  # not created yet, or an unborn record lost in a kill
+            return []  # not created yet, or created with no frames yet (unborn)
         assert response.status_code == 200, response.text
         nstep = int(response.headers["X-Mrecd-Nstep"])
         assert nstep >= self.nstep, f"{self.path}: nstep went back from {self.nstep} to {nstep}"

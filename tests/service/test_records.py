@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 from fastapi.testclient import TestClient
 
 import mrecd
 
-from .conftest import FRAME, PROBLEM
+from .conftest import FRAME, PROBLEM, make_frame, mrf1
 
 
 def system_json() -> dict[str, Any]:
@@ -87,3 +89,79 @@ def test_bad_names_and_bodies_are_4xx_problems(client: TestClient) -> None:
 def test_health_and_readiness(client: TestClient) -> None:
     assert client.get("/healthz").json() == {"status": "ok"}
     assert client.get("/readyz").json()["status"] == "ready"
+
+
+def _post_one(client: TestClient, name: str, step: int, **params: str) -> httpx.Response:
+    return client.post(
+        f"/v1/records/{name}/trajectory/frames",
+        params=params,
+        content=mrf1(make_frame(step)),
+        headers={"Content-Type": FRAME},
+    )
+
+
+def test_create_true_starts_a_run_in_one_request(client: TestClient, store_dir: Path) -> None:
+    absent = _post_one(client, "solo", 0)
+    assert absent.status_code == 404 and absent.headers["content-type"] == PROBLEM
+    r = _post_one(client, "solo", 0, create="true")
+    assert r.status_code == 200 and r.json() == {
+        "nstep": 1,
+        "first": 0,
+        "count": 1,
+        "duplicate": False,
+    }
+    with mrecd.open(store_dir).record("solo") as record:
+        assert record.exists and record.trajectory is not None and len(record.trajectory) == 1
+    assert client.get("/v1/records").json()["records"] == ["solo"]
+
+
+def test_create_true_on_an_existing_record_appends(client: TestClient) -> None:
+    assert client.put("/v1/records/a", json={"meta": {"title": "kept"}}).status_code == 201
+    assert _post_one(client, "a", 0, create="true").json()["nstep"] == 1
+    assert _post_one(client, "a", 10, create="true").json() == {
+        "nstep": 2,
+        "first": 1,
+        "count": 1,
+        "duplicate": False,
+    }
+    assert client.get("/v1/records/a/meta").json()["title"] == "kept"
+    refused = _post_one(client, "a", 10, create="true")  # a repeated step, as without create
+    assert refused.status_code == 409 and refused.json()["type"].endswith("step-order")
+    bad = _post_one(client, ".hidden", 0, create="true")
+    assert bad.status_code in (400, 404, 422) and bad.headers["content-type"] == PROBLEM
+
+
+def test_create_true_needs_append_scope(make_client: Any) -> None:
+    tokens = [
+        {"token": "reader", "scope": "read"},
+        {"token": "appender", "scope": "append", "prefix": "lab-"},
+    ]
+    client = make_client(tokens=tokens)
+    for token, name in (("reader", "lab-1"), ("appender", "other-1")):
+        r = client.post(
+            f"/v1/records/{name}/trajectory/frames",
+            params={"create": "true"},
+            content=mrf1(make_frame(0)),
+            headers={"Content-Type": FRAME, "Authorization": f"Bearer {token}"},
+        )
+        assert r.status_code == 403 and r.headers["content-type"] == PROBLEM
+        assert "append" in r.json()["detail"]
+    appender = {"Authorization": "Bearer appender"}
+    ok = client.post(
+        "/v1/records/lab-1/trajectory/frames",
+        params={"create": "true"},
+        content=mrf1(make_frame(0)),
+        headers={"Content-Type": FRAME, **appender},
+    )
+    assert ok.status_code == 200 and ok.json()["nstep"] == 1
+    reader = {"Authorization": "Bearer reader"}
+    assert client.get("/v1/records", headers=reader).json()["records"] == ["lab-1"]
+
+
+def test_an_unborn_run_made_over_http_is_the_stores(client: TestClient, store_dir: Path) -> None:
+    assert client.put("/v1/records/u", json={"meta": {"title": "t"}}).status_code == 201
+    catalog = mrecd.open(store_dir)  # another process's view: the marker, not this app's memory
+    assert catalog.records() == ["u"] and not catalog.record("u").exists
+    assert catalog.record("u").meta["title"] == "t"
+    assert client.delete("/v1/records/u").status_code == 204
+    assert catalog.records() == [] and client.get("/v1/records/u").status_code == 404

@@ -32,6 +32,7 @@ from ._killing import (
     Server,
     SharedCheck,
     StepClock,
+    frame_bytes,
 )
 from .conftest import _free_port
 
@@ -229,14 +230,19 @@ def test_soak_worker_kills(two_workers: Server) -> None:  # pragma: no cover - `
     own_records(two_workers, kills - kills // 2, kill_one_worker)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an empty PUT starts an unborn run held only by the process that answered"
-    " (README 'Creating'): a kill loses it, and another --workers process answers 404",
-)
 def test_an_acknowledged_empty_put_survives_a_kill(server: Server) -> None:
     server.start()
     assert httpx.put(f"{server.url}/v1/records/unborn", json={}).status_code == 201
     server.kill()
     server.start()
     assert httpx.get(f"{server.url}/v1/records/unborn").status_code == 200
+    assert httpx.get(f"{server.url}/v1/records").json()["records"] == ["unborn"]
+    landed = httpx.post(
+        f"{server.url}/v1/records/unborn/trajectory/frames",
+        content=frame_bytes(0, 0, 0),
+        headers={"Content-Type": "application/x-mrec-frame"},
+    )
+    assert landed.status_code == 200 and landed.json()["nstep"] == 1
+    server.kill()
+    server.start()
+    assert httpx.get(f"{server.url}/v1/records/unborn/trajectory").json()["nstep"] == 1

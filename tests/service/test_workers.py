@@ -231,3 +231,47 @@ def test_a_gap_is_filled_through_another_worker(make_client: Any, store_dir: Pat
     assert answers[0].json() == {"nstep": 2, "first": 1, "count": 1, "duplicate": False}
     assert answers[1].json() == {"nstep": 3, "first": 2, "count": 1, "duplicate": False}
     assert second.get("/v1/records/w/trajectory/steps").json()["steps"] == [0, 10, 20]
+
+
+# -- unborn runs: the store's, whichever worker answers -------------------------------------------
+
+
+def test_a_put_answered_by_one_worker_lands_a_post_on_another(make_client: Any) -> None:
+    first, second = make_client(workers=2), make_client(workers=2)
+    assert first.put("/v1/records/fresh", json={"meta": {"by": "first"}}).status_code == 201
+    again = second.put("/v1/records/fresh", json={})
+    assert again.status_code == 409  # the other worker sees the create at once
+    assert second.get("/v1/records").json()["records"] == ["fresh"]
+    for client, step in ((second, 0), (first, 10), (second, 20)):
+        r = client.post(
+            "/v1/records/fresh/trajectory/frames",
+            content=stream([make_frame(step)]),
+            headers={"Content-Type": FRAMES},
+        )
+        assert r.status_code == 200, r.text
+    assert first.get("/v1/records/fresh/trajectory/steps").json()["steps"] == [0, 10, 20]
+    assert second.get("/v1/records/fresh/meta").json()["by"] == "first"
+
+
+def test_two_real_workers_take_a_put_then_posts_on_fresh_connections(store_dir: Path) -> None:
+    store_dir.mkdir(parents=True)
+    port = _free_port()
+    proc = _start(store_dir, port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        assert httpx.put(f"{url}/v1/records/fresh", json={}, timeout=30).status_code == 201
+        answers = [
+            httpx.post(  # a new connection each: they reach both workers
+                f"{url}/v1/records/fresh/trajectory/frames",
+                content=stream([make_frame(10 * i)]),
+                headers={"Content-Type": FRAMES},
+                timeout=60,
+            )
+            for i in range(8)
+        ]
+        assert [r.status_code for r in answers] == [200] * 8, [r.text for r in answers]
+        assert [r.json()["first"] for r in answers] == list(range(8))
+    finally:
+        _kill(proc)
+    with mrecd.open(store_dir).record("fresh") as record:
+        assert record.trajectory is not None and len(record.trajectory) == 8

@@ -80,13 +80,21 @@ def test_create_refuses_a_record_without_a_substantive_section(
     tmp_path: Path, kwargs: dict[str, Any]
 ) -> None:
     path = tmp_path / "e.mrec"
-    if "method" not in kwargs:  # a name (and meta) alone: an unborn record, nothing on disk
+    if "method" not in kwargs:  # a name (and meta) alone: an unborn record, its marker only
         record = mrecd.create_record(path, **kwargs)
-        assert not record.exists and record.sections == [] and listing(tmp_path) == []
+        assert not record.exists and record.sections == [] and listing(path) == [".unborn.json"]
         with pytest.raises(mrecd.InvalidRecord, match=r"record\.md §2"):
             record.write_method({"type": "ml", "description": "fit", "engine": {"name": "x"}})
         record.close()
-        assert listing(tmp_path) == []
+        assert listing(path) == [".unborn.json"]  # no root: §2 holds for anything with a root
+        with pytest.raises(mrecd.NotFound):
+            mrecd.open_record(path)  # as before the marker: no record at this path
+        with pytest.raises(mrecd.NotFound, match="nothing to validate"):
+            mrecd.validate_record(path)
+        import zarr
+
+        with pytest.raises(zarr.errors.GroupNotFoundError):
+            zarr.open_group(path, mode="r")  # not a record for zarr-python either
         return
     with pytest.raises(mrecd.InvalidRecord, match=r"record\.md §2"):
         mrecd.create_record(path, **kwargs)

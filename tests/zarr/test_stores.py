@@ -92,7 +92,8 @@ def test_packed_record_reads_in_place_on_each_store(catalog_url: str) -> None:
 def test_a_run_started_with_only_a_name(catalog_url: str) -> None:
     store = mrecd.open(catalog_url)
     rec = store.create_record("job")
-    assert store.records() == []  # nothing on the store before the first frame
+    assert store.records() == ["job"]  # its hidden marker only, no root before the first frame
+    assert not rec.exists and not store.record("job").exists
     assert rec.trajectory is not None and len(rec.trajectory) == 0
     rec.trajectory.append(frames(1)[0])
     assert store.records() == ["job"]

@@ -15,13 +15,13 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-from ..bindings.zarr import BRAND, ZIP_BRAND
+from ..bindings.zarr import BRAND, UNBORN, ZIP_BRAND
 from ..errors import AlreadyExists, InvalidRecord, NotFound, ReadOnlyError
 from ..forcefield import ForceField
 from ..model import Declaration, Frame
 from ..storage import ByteRequest, Location, ObjectInfo, Store, check_key, open_store
 from ._collection import Collection, create_collection, open_collection
-from ._record import Mode, StoredRecord, create_record, open_record, pack_record
+from ._record import Mode, StoredRecord, create_record, open_record, open_unborn, pack_record
 
 if TYPE_CHECKING:
     from os import PathLike
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 __all__ = ["Catalog", "open_catalog"]
 
 _NAME: Final = re.compile(r"^[A-Za-z0-9._-]+$")
+#: How long deleting an unborn run waits for a birth of it in progress.
+_BIRTH_WAIT: Final = 30.0
 #: Longest record name: ``<name>.mrec.zip`` plus a staging prefix must fit a 255-byte file name.
 MAX_NAME: Final = 200
 
@@ -131,6 +133,9 @@ class Catalog:
     def record(self, name: str, mode: Mode = "r") -> StoredRecord:
         """Open record ``name``: the live directory if present, else the packed zip (read-only).
 
+        An unborn run (created with a name alone, in any process) opens as an
+        unborn :class:`StoredRecord`: its first write creates it.
+
         Raises
         ------
         NotFound
@@ -142,6 +147,9 @@ class Catalog:
         packed = self._packed(name)
         if packed.is_file():
             return open_record(packed, mode)
+        unborn = open_unborn(live, mode)
+        if unborn is not None:
+            return unborn
         raise NotFound(f"no record named {name!r}", path=name)
 
     def records(self, prefix: str | None = None) -> list[str]:
@@ -153,14 +161,17 @@ class Catalog:
 
     def _live_name(self, entry: str) -> str | None:
         stem = _stem(entry, BRAND)
-        return stem if stem is not None and self._store.exists(f"{entry}/zarr.json") else None
+        if stem is None:
+            return None
+        born = self._store.exists(f"{entry}/zarr.json")
+        return stem if born or self._store.exists(f"{entry}/{UNBORN}") else None
 
     def __contains__(self, name: object) -> bool:
         try:
             live, packed = self._live(str(name)), self._packed(str(name))
         except InvalidRecord:
             return False
-        return (live / "zarr.json").is_file() or packed.is_file()
+        return (live / "zarr.json").is_file() or packed.is_file() or (live / UNBORN).is_file()
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.records())
@@ -176,6 +187,9 @@ class Catalog:
         live, packed = self._live(name), self._packed(name)
         if name not in self:
             raise NotFound(f"no record named {name!r}", path=name)
+        if not (live / "zarr.json").is_file() and (live / UNBORN).is_file():
+            with self._store.writer_lease(live.key, wait=_BIRTH_WAIT):  # not during a birth
+                self._store.delete((live / UNBORN).key)
         if live.is_dir():
             # the root zarr.json goes first, so the name disappears at once; then the bytes
             trash = f".{live.name}.{uuid.uuid4().hex[:12]}.deleted"

@@ -7,6 +7,7 @@ record replaces one section and drops its cache.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..bindings.zarr import (
     FRAME_SECTIONS,
     SUBSTANTIVE,
+    UNBORN,
     RecordStore,
     SectionParts,
     SectionWriter,
@@ -30,7 +32,7 @@ from ..bindings.zarr import (
     record_kind,
     typed_attributes,
 )
-from ..errors import AlreadyExists, InvalidRecord, NotFound, ReadOnlyError
+from ..errors import AlreadyExists, InvalidRecord, NotFound, PreconditionFailed, ReadOnlyError
 from ..forcefield import ForceField
 from ..model import (
     MOLREC_VERSION,
@@ -52,7 +54,7 @@ from ._trajectory import Trajectory, create_trajectory, open_trajectory
 if TYPE_CHECKING:
     from os import PathLike
 
-__all__ = ["StoredRecord", "create_record", "open_record", "pack_record"]
+__all__ = ["StoredRecord", "create_record", "open_record", "open_unborn", "pack_record"]
 
 Mode = Literal["r", "r+"]
 
@@ -231,8 +233,31 @@ class StoredRecord:
 
     @property
     def exists(self) -> bool:
-        """Whether the record is on its store (``False`` until the first write of a new run)."""
+        """Whether the record is born (``False`` until the first write of a new run).
+
+        Answered from this handle; :meth:`refresh` looks at the store again.
+        """
         return self._store is not None
+
+    def refresh(self) -> bool:
+        """An unborn handle: take up the record if it was created meanwhile; ``exists``.
+
+        Another handle or process may have made the first write of the run.
+        """
+        if self._store is None and (self._location / "zarr.json").is_file():
+            self._adopt()
+            if self._trajectory is not None and self._trajectory._writer is None:
+                self._trajectory.close()  # it was made for the unborn run: reopen on the born one
+                self._trajectory = None
+        return self._store is not None
+
+    def _adopt(self) -> None:
+        """Open the record that now exists at this handle's location (it was unborn here)."""
+        self._store = RecordStore(self._location, writable=not self._read_only)
+        self._meta = self._read_meta()
+        for name, check in (("status", check_status), ("method", check_method)):
+            document = self._store.document(name)
+            self._cache[name] = None if document is None else check(document, path=name)
 
     @property
     def read_only(self) -> bool:
@@ -349,24 +374,44 @@ class StoredRecord:
         """The trajectory section, one object per open record (it holds the writer).
 
         ``None`` on a read-only record without one; on a writable record the
-        first ``append`` creates it, declaring what that frame presents.
+        first ``append`` creates it, declaring what that frame presents. An
+        unborn run's is empty (read-only: it follows the birth on ``refresh``).
         """
         if self._trajectory is None:
-            if self._read_only and (self._store is None or self._store.node("trajectory") is None):
+            if (
+                self._read_only
+                and self._store is not None
+                and self._store.node("trajectory") is None
+            ):
                 return None
             self._trajectory = open_trajectory(self)
             if self._store is None:
                 self._trajectory._birth = self._birth_with_trajectory
         return self._trajectory
 
-    def _birth(self, writers: list[tuple[str, SectionWriter]], hook: Any = None) -> None:
-        """Create the record on its store with its first content, then open it."""
-        build_record(self._location, stamp_meta(self._meta), writers, before_publish=hook)
-        self._store = RecordStore(self._location, writable=True)
-        self._meta = self._read_meta()
+    def _birth(self, writers: list[tuple[str, SectionWriter]], hook: Any = None) -> bool:
+        """Create the record on its store with its first content, then open it.
+
+        Returns ``False`` when another handle or process created it first: the
+        content is then not written (the caller writes it to the born record).
+        """
+        try:
+            build_record(
+                self._location, stamp_meta(self._meta), writers, before_publish=hook, unborn=True
+            )
+            born_here = True
+        except AlreadyExists:
+            if not (self._location / "zarr.json").is_file():
+                raise
+            born_here = False
+        self._adopt()
+        return born_here
 
     def _birth_with_trajectory(self, declaration: Declaration) -> None:
-        self._birth([], lambda root: create_trajectory_group(root, declaration))
+        if not self._birth([], lambda root: create_trajectory_group(root, declaration)):
+            if (self._location / "trajectory" / "zarr.json").is_file():
+                return  # born with a trajectory elsewhere: the append goes into it
+            create_trajectory_group(self._location, declaration)
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -376,8 +421,7 @@ class StoredRecord:
             raise ReadOnlyError(
                 "the record is open read-only; open it with mode='r+'", path=self.url
             )
-        if self._store is None and content is not None:
-            self._birth([content])
+        if self._store is None and content is not None and self._birth([content]):
             return None
         return self._store
 
@@ -634,9 +678,12 @@ def create_record(
         are then not used): a restarted job continues its run.
 
     With no substantive section (only a name, perhaps ``meta``) the record
-    is *unborn*: nothing is written until its first section write or first
-    ``trajectory.append``, which creates it whole (the first frames declare
-    the trajectory), so record.md §2 holds on the store at every moment.
+    is *unborn*: only a hidden marker (``.unborn.json``, holding ``meta``)
+    is written, create-only, inside ``path``, so any process can open the
+    run; its first section write or first ``trajectory.append`` creates it
+    whole (the first frames declare the trajectory) and removes the marker.
+    No root ``zarr.json`` exists before that, so record.md §2 holds on the
+    store at every moment.
 
     Raises
     ------
@@ -646,8 +693,10 @@ def create_record(
         ``path`` exists and ``overwrite`` is false (or it is not a record).
     """
     path = location_of(path)
-    if exist_ok and not overwrite and (path / "zarr.json").is_file():
-        return open_record(path, "r+")
+    if exist_ok and not overwrite:
+        found = _open_existing(path)
+        if found is not None:
+            return found
     meta_doc = stamp_meta(meta)
     system = None if system is None else _as_frame(system, "system")
     frame = None if frame is None else _as_frame(frame, "frame")
@@ -669,7 +718,13 @@ def create_record(
     if declaration is not None:
         present.add("trajectory")
     if not present and method_doc is None:
-        return _unborn(path, meta_doc, overwrite)
+        try:
+            return _unborn(path, meta_doc, overwrite)
+        except AlreadyExists:
+            found = _open_existing(path) if exist_ok and not overwrite else None
+            if found is None:
+                raise
+            return found
     StoredRecord._check_substantive(present)
     sections = _section_blocks(system, frame, ff)
     for name, blocks in sections.items():
@@ -686,22 +741,54 @@ def create_record(
     if method_doc is not None:
         writers.append(("method", document_writer(method_doc)))
     hook = None if declaration is None else _trajectory_hook(declaration)
+    if (path / UNBORN).is_file() and not (path / "zarr.json").is_file():
+        if not overwrite:
+            raise AlreadyExists("a record already exists at this path (unborn)", path=str(path))
+        path.store.delete_prefix(path.key)  # overwrite replaces the unborn run, marker and all
     build_record(path, meta_doc, writers, overwrite=overwrite, before_publish=hook)
     return open_record(path, "r+")
 
 
+def _open_existing(path: Location) -> StoredRecord | None:
+    """The record at ``path`` opened ``r+``, born or unborn; ``None`` when there is none."""
+    if (path / "zarr.json").is_file():
+        return open_record(path, "r+")
+    return open_unborn(path, "r+")
+
+
+def open_unborn(path: Location, mode: Mode) -> StoredRecord | None:
+    """The unborn record at ``path`` (from its marker), or ``None`` when ``path`` has no marker."""
+    raw = path.store.get((path / UNBORN).key)
+    if raw is None:
+        return None
+    try:
+        meta = check_record_meta(json.loads(raw)["meta"], path="meta")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InvalidRecord(f"the unborn marker is not readable: {exc}", path=UNBORN) from None
+    return StoredRecord(None, read_only=mode == "r", unborn=(path, meta))
+
+
 def _unborn(path: Location, meta: dict[str, Any], overwrite: bool) -> StoredRecord:
-    """A record with a name and meta only: created by its first write (see create_record)."""
+    """A record with a name and meta only: a durable marker until its first write.
+
+    The marker is put create-only, so of two creators exactly one succeeds.
+    """
     if record_kind(path) != "dir":
         raise InvalidRecord("a record is created as a '.mrec' directory", path=str(path))
-    if path.exists():
+    marker = path / UNBORN
+    if path.exists() or marker.is_file():
         if not overwrite:
             raise AlreadyExists("a record already exists at this path", path=str(path))
-        if not (path / "zarr.json").is_file():
+        if not (path / "zarr.json").is_file() and not marker.is_file():
             raise AlreadyExists(
                 "the path exists and is not a record; refusing to replace it", path=str(path)
             )
         path.store.delete_prefix(path.key)
+    document = json.dumps({"meta": meta}).encode()
+    try:
+        path.store.put(marker.key, document, mode="create", durable=True)
+    except PreconditionFailed:
+        raise AlreadyExists("a record already exists at this path", path=str(path)) from None
     return StoredRecord(None, read_only=False, unborn=(path, meta))
 
 

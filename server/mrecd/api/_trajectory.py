@@ -103,6 +103,8 @@ class Trajectory(Sequence[Frame]):
         self._lease: WriterLease | None = None
         #: Set on the trajectory of an unborn record: creates the record on the first append.
         self._birth: Callable[[Declaration], None] | None = None
+        #: What the last acquire_writer would wait, kept for a first append it could not lock ahead
+        self._lease_wait = 0.0
         self._closed_nstep: int | None = None
         self._mutex = threading.RLock()
         if self._tree.node("trajectory") is not None:
@@ -255,7 +257,7 @@ class Trajectory(Sequence[Frame]):
             else:
                 create_trajectory_group(self._root, declaration)
             self._reader = TrajectoryReader(self._tree, system=self._system)
-        self._lock(wait)
+        self._lock(max(wait, self._lease_wait))
         self._closed_nstep = None
         try:
             self._writer = TrajectoryWriter(
@@ -356,6 +358,7 @@ class Trajectory(Sequence[Frame]):
             Another writer still holds the lease after ``wait`` seconds.
         """
         with self._mutex:
+            self._lease_wait = wait  # the first append of a new trajectory waits as long
             if self._writer is None and self._reader is not None:
                 self._writer_for(None, wait=wait)
             return len(self)

@@ -75,9 +75,9 @@ class Packs:
             the store), or a packed record on a store without a local directory.
         """
         api.check_record_name(name)
-        if self._runs.is_unborn(name):
-            raise NotFound(f"record {name!r} has nothing on the store yet", path=name)
         record = await self._runs.record(name)
+        if not record.exists:
+            raise NotFound(f"record {name!r} has nothing on the store yet", path=name)
         if record.url.endswith(".mrec.zip"):
             return await to_thread.run_sync(self._stored, name, record)
         for attempt in range(_ATTEMPTS):

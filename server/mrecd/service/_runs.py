@@ -6,8 +6,9 @@ queued). Appends queue per record and one task per record commits them in
 groups, in arrival order, under an :class:`asyncio.Lock` per name (also taken
 by create and delete): every request queued when a commit starts is admitted
 and all of them made durable by one flush. Unborn records (created with a
-name and meta only) live here until their first frames put them on the
-store. Every method that touches the store runs on a worker thread.
+name and meta only) are the store's, as any record: a hidden marker any
+worker sees, born by their first frames wherever those arrive. Every method
+that touches the store runs on a worker thread.
 """
 
 from __future__ import annotations
@@ -59,15 +60,6 @@ class Runs:
         """The lock that serializes writes to record ``name``."""
         return self._locks.setdefault(name, asyncio.Lock())
 
-    def is_unborn(self, name: str) -> bool:
-        """Whether ``name`` is held here but not yet on the store."""
-        record = self._open.get(name)
-        return record is not None and not record.exists
-
-    def unborn(self) -> list[str]:
-        """Names of the records held here that are not on the store yet."""
-        return [n for n, r in self._open.items() if not r.exists]
-
     async def create(self, name: str, exist_ok: bool, **content: Any) -> tuple[bool, str]:
         """Create record ``name`` (``content`` as :meth:`~mrecd.api.Catalog.create_record`).
 
@@ -78,12 +70,18 @@ class Runs:
             and its name.
         """
         async with self.lock(name):
-            held = self._open.get(name)
-            if (held is not None and not held.exists) or await self._exists(name):
+            if await self._exists(name):
                 if not exist_ok:
                     raise AlreadyExists(f"record {name!r} exists", path=name)
                 return False, name
-            record = await to_thread.run_sync(lambda: self.catalog.create_record(name, **content))
+            try:
+                record = await to_thread.run_sync(
+                    lambda: self.catalog.create_record(name, **content)
+                )
+            except AlreadyExists:  # another process created it since we looked
+                if not exist_ok:
+                    raise
+                return False, name
             self._remember(name, record)
             return True, name
 
@@ -106,6 +104,8 @@ class Runs:
         """
         held = self._open.get(name)
         if held is not None and (not write or not held.read_only):
+            if not held.exists:  # unborn here: its first frames may have landed through another
+                await to_thread.run_sync(held.refresh)
             return held
         record = await to_thread.run_sync(lambda: self.catalog.record(name, "r+" if write else "r"))
         current = self._open.get(name)
@@ -289,8 +289,6 @@ class Runs:
             held = self._open.pop(name, None)
             if held is not None:
                 await to_thread.run_sync(held.close)
-                if not held.exists:
-                    return
             await to_thread.run_sync(self.catalog.delete_record, name)
 
     async def aclose(self) -> None:

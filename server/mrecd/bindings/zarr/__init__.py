@@ -36,6 +36,7 @@ from ._observables import (
 from ._pack import pack_directory
 from ._producers import Appended, Producer, ProducerTable
 from ._record import (
+    UNBORN,
     RecordStore,
     SectionWriter,
     build_record,
@@ -52,6 +53,7 @@ __all__ = [
     "DOCUMENT_SECTIONS",
     "FRAME_SECTIONS",
     "SUBSTANTIVE",
+    "UNBORN",
     "ZIP_BRAND",
     "Appended",
     "ClosedMetrics",

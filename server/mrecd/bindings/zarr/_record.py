@@ -14,7 +14,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Final
 
 from ...errors import AlreadyExists, InvalidRecord, NotFound, ReadOnlyError
 from ...errors import PreconditionFailed as PreconditionFailed_
@@ -237,6 +237,47 @@ def _copy_root_last(root: Location, path: Location) -> None:
         raise AlreadyExists("a record appeared at this path meanwhile", path=str(path)) from None
 
 
+#: The hidden key marking an unborn record (a name, and meta, with no root yet) inside its prefix.
+UNBORN: Final = ".unborn.json"
+#: How long a birth waits for another birth of the same record to finish.
+_BIRTH_WAIT: Final = 30.0
+
+
+def _publish_over_marker(root: Location, path: Location, staging: Location) -> None:
+    """Publish the staged ``root`` into ``path``, which holds an unborn marker.
+
+    Under the writer lease on ``path`` (births of one record serialize; on
+    object storage the create-only root put decides): the sections move in
+    first, the root ``zarr.json`` last and create-only, then the marker goes.
+    """
+    store = path.store
+    with store.writer_lease(path.key, wait=_BIRTH_WAIT):
+        if (path / "zarr.json").is_file():
+            raise AlreadyExists("the record was created meanwhile", path=str(path))
+        if not (path / UNBORN).is_file():
+            raise NotFound("the unborn record was deleted", path=str(path))
+        dirs, files = store.list_dir(path.key)
+        for entry in [*dirs, *files]:  # leftovers of a birth that died before its root
+            if not entry.startswith("."):
+                store.delete_prefix((path / entry).key)
+                store.delete((path / entry).key)
+        dirs, files = store.list_dir(root.key)
+        for entry in [*dirs, *files]:
+            if not entry.startswith(".") and entry != "zarr.json":
+                store.rename((root / entry).key, (path / entry).key)
+        try:
+            store.put(
+                (path / "zarr.json").key,
+                (root / "zarr.json").read_bytes(),
+                mode="create",
+                durable=True,
+            )
+        except PreconditionFailed_:
+            raise AlreadyExists("the record was created meanwhile", path=str(path)) from None
+    store.delete((path / UNBORN).key)
+    staging.store.delete_prefix(staging.key)
+
+
 def build_record(
     path: Location,
     meta: Mapping[str, Any],
@@ -244,18 +285,21 @@ def build_record(
     *,
     overwrite: bool = False,
     before_publish: Callable[[Location], None] | None = None,
+    unborn: bool = False,
 ) -> None:
     """Build a record under a staging prefix and rename it to ``path``.
 
     The root ``zarr.json`` and ``meta/`` are written first, then each section
     in order (storage.md §4.1); ``before_publish`` may add more (the
-    trajectory) to the staged root, which carries the final name.
+    trajectory) to the staged root, which carries the final name. With
+    ``unborn`` the record's prefix holds the :data:`UNBORN` marker: the
+    sections move in beside it, the root last, and the marker is removed.
     """
     if record_kind(path) != "dir":
         raise InvalidRecord(
             f"a record is created as a {BRAND!r} directory; pack it to get a zip", path=str(path)
         )
-    if path.exists() and not overwrite:
+    if path.exists() and not overwrite and not unborn:
         raise AlreadyExists("a record already exists at this path", path=str(path))
     staging = _staging_key(path, "new")
     try:
@@ -266,6 +310,9 @@ def build_record(
             writer(root / name)
         if before_publish is not None:
             before_publish(root)
-        _publish(root, path, staging, overwrite)
+        if unborn:
+            _publish_over_marker(root, path, staging)
+        else:
+            _publish(root, path, staging, overwrite)
     finally:
         staging.store.delete_prefix(staging.key)

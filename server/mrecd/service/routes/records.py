@@ -97,7 +97,6 @@ async def list_records(
     check_scope(settings, request, "read", prefix)
     size = min(limit or settings.page_limit, settings.page_limit)
     names = await blocking(lambda: runs.catalog.records(prefix or None))
-    names = sorted(set(names) | {n for n in runs.unborn() if n.startswith(prefix)})
     after = [n for n in names if cursor is None or n > cursor]
     page = after[:size]
     return RecordList(records=page, next=page[-1] if len(after) > size else None)

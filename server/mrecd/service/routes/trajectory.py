@@ -190,8 +190,16 @@ async def append_frames(
     producer_id: Annotated[str | None, Header(alias="Producer-Id")] = None,
     producer_epoch: Annotated[str | None, Header(alias="Producer-Epoch")] = None,
     producer_seq: Annotated[str | None, Header(alias="Producer-Seq")] = None,
+    create: Annotated[
+        bool, Query(description="Create the record (a name alone) if absent, then append")
+    ] = False,
 ) -> Appended:
     """Append one frame, a frame stream or JSON frames; answer once they are durable.
+
+    ``?create=true`` starts a run in one request: a missing record is created
+    with its name alone (as ``PUT`` with an empty body; append scope
+    suffices) and the frames are appended to it; an existing one is appended
+    to as without it.
 
     Concurrent POSTs to one trajectory are committed together in arrival
     order (one durable flush). ``If-Match: "<nstep>"`` makes it conditional
@@ -207,6 +215,9 @@ async def append_frames(
     body = await _body(request, settings)
     frames = await blocking(lambda: media.decode_body(body, content_type))
     _check_limits(frames, settings)
+    if create:
+        api.check_record_name(name)
+        await runs.create(name, True)
     answer = await runs.append(
         name, frames, expected_nstep=expected, producer=producer, settings=settings
     )
