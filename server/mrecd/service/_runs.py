@@ -115,8 +115,11 @@ class Runs:
         self._remember(name, record)
         return record
 
-    async def trajectory(self, name: str) -> api.Trajectory:
+    async def trajectory(self, name: str, *, refreshed: bool = True) -> api.Trajectory:
         """The trajectory of record ``name`` for reading, refreshed to its last commit.
+
+        With ``refreshed=False`` the caller refreshes it (on the worker thread
+        it reads on) when :meth:`follows` says another writer may have committed.
 
         Raises
         ------
@@ -127,9 +130,14 @@ class Runs:
         traj = record.trajectory
         if traj is None:
             raise NotFound(f"record {name!r} has no trajectory", path=f"{name}/trajectory")
-        if record.read_only or name in self._released:
+        if refreshed and self.follows(name):
             await to_thread.run_sync(traj.refresh)
         return traj
+
+    def follows(self, name: str) -> bool:
+        """Whether reads of ``name`` must refresh: this process does not hold its writer."""
+        record = self._open.get(name)
+        return record is None or record.read_only or name in self._released
 
     async def append(
         self,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from functools import partial
 from typing import Annotated, Any, NamedTuple
 
@@ -259,11 +259,12 @@ async def read_frame(
     (never matched by a re-created record) and is cacheable for a year.
     """
     media_type = media.negotiate(accept, [media.FRAME, media.JSON])
-    traj = await runs.trajectory(name)
+    traj = await runs.trajectory(name, refreshed=False)
     wanted = _Projection(media_type, _names(blocks), _names(columns))
+    refresh = traj.refresh if runs.follows(name) else None
     # one hop to a worker thread for the whole read: each hop costs as much as a small read
     status, body, headers = await blocking(
-        partial(_frame_answer, runs.catalog, name, traj, i, wanted, if_none_match)
+        partial(_frame_answer, runs.catalog, name, traj, i, wanted, if_none_match, refresh)
     )
     return Response(body, status_code=status, media_type=media_type, headers=headers)
 
@@ -283,8 +284,11 @@ def _frame_answer(
     i: int,
     wanted: _Projection,
     if_none_match: str | None,
+    refresh: Callable[[], object] | None,
 ) -> tuple[int, bytes, dict[str, str]]:
     """Status, body and headers of frame ``i`` (blocking: stats the root, reads, encodes)."""
+    if refresh is not None:
+        refresh()  # another process writes this record: follow its last commit
     nstep = len(traj)
     j = i + nstep if i < 0 else i
     if not 0 <= j < nstep:
