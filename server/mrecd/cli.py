@@ -9,7 +9,7 @@ Subcommands::
     mrecd pull <url>/<name.mrec[.zip]> <path> [--overwrite] [--quiet]
     mrecd ingest TOPOLOGY [TRAJECTORY...] -o STORE/NAME [--precision P] [--format F] [--quiet]
     mrecd export STORE/NAME -o out.xtc|.dcd|.pdb|.gro [--frame I] [--force]
-    mrecd serve [STORE] [--host 127.0.0.1] [--port 8000] [--workers N] [--insecure]
+    mrecd serve [STORE] [--host 127.0.0.1] [--port 8000] [--workers N] [--insecure] [--config F]
 
 Exit status: 0 on success (``validate``: the record is clean), 1 when
 ``validate`` found violations, 2 for a usage error or a refused operation.
@@ -259,7 +259,14 @@ def _md_commands(commands: Any) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from .service import serve  # fastapi and uvicorn load only for this command
 
-    serve(args.store, host=args.host, port=args.port, workers=args.workers, insecure=args.insecure)
+    serve(
+        args.store,
+        host=args.host,
+        port=args.port,
+        workers=args.workers,
+        insecure=args.insecure,
+        config=args.config,
+    )
     return 0
 
 
@@ -269,6 +276,9 @@ def _serve_command(commands: Any) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="interface to bind (127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port (8000)")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (1)")
+    serve.add_argument(
+        "--config", help="a TOML file of settings (store, tokens, limits); MRECD_* variables win"
+    )
     serve.add_argument(
         "--insecure", action="store_true", help="allow binding beyond loopback without tokens"
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidRecord
-from .settings import Settings
+from .settings import Settings, check_config
 
 __all__ = ["is_loopback", "serve"]
 
@@ -25,18 +25,30 @@ def is_loopback(host: str) -> bool:
 
 
 def serve(
-    store: str | None, *, host: str, port: int, workers: int = 1, insecure: bool = False
+    store: str | None,
+    *,
+    host: str,
+    port: int,
+    workers: int = 1,
+    insecure: bool = False,
+    config: str | None = None,
 ) -> None:
     """Serve ``store`` (default ``MRECD_STORE`` or ``./data``, created) until interrupted.
 
-    Settings other than the store come from the ``MRECD_*`` environment; each
-    worker process builds its app from it.
+    Settings other than the store come from the ``MRECD_*`` environment and
+    the TOML file ``config`` (the environment wins); each worker process
+    builds its app from them.
 
     Raises
     ------
     InvalidRecord
-        ``host`` is beyond loopback, no token is configured and not ``insecure``.
+        ``host`` is beyond loopback, no token is configured and not
+        ``insecure``; or ``config`` is missing, not TOML, or names an unknown
+        setting or a bad value.
     """
+    if config is not None:
+        check_config(config)
+        os.environ["MRECD_CONFIG"] = str(Path(config).resolve())
     if store is not None:
         os.environ["MRECD_STORE"] = store
     # every worker's app learns that others share the store (it then gives leases up)

@@ -1,18 +1,30 @@
 """Service settings: the store, bearer tokens and request limits, read from ``MRECD_*``.
 
 Every field can be set from the environment (``MRECD_STORE=./data``,
-``MRECD_MAX_BODY_BYTES=...``; ``MRECD_TOKENS`` is a JSON list of grants) or
-passed to :class:`Settings` directly, which is what the tests do.
+``MRECD_MAX_BODY_BYTES=...``; ``MRECD_TOKENS`` is a JSON list of grants), from
+a TOML file named by ``MRECD_CONFIG`` (``mrecd serve --config FILE``; the
+environment wins over the file), or passed to :class:`Settings` directly,
+which is what the tests do.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
-__all__ = ["SCOPES", "Scope", "Settings", "TokenGrant"]
+from ..errors import InvalidRecord
+
+__all__ = ["SCOPES", "Scope", "Settings", "TokenGrant", "check_config"]
 
 Scope = Literal["read", "append", "admin"]
 #: scopes in increasing power: a grant of one scope also grants those before it
@@ -82,6 +94,22 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="MRECD_", extra="ignore")
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Arguments, then ``MRECD_*`` variables, then the TOML file ``MRECD_CONFIG`` names."""
+        config = os.environ.get("MRECD_CONFIG")
+        sources = [init_settings, env_settings]
+        if config:
+            sources.append(TomlConfigSettingsSource(settings_cls, toml_file=config))
+        return (*sources, dotenv_settings, file_secret_settings)
+
     store: str = "./data"
     tokens: list[TokenGrant] = Field(default_factory=list)
     anonymous_read: bool = False
@@ -95,3 +123,37 @@ class Settings(BaseSettings):
     writer_lease_wait_seconds: float = Field(default=30.0, ge=0)
     writer_lease_hold_seconds: float = Field(default=0.1, ge=0)
     metrics_anonymous: Literal["loopback", "always", "never"] = "loopback"
+
+
+def check_config(path: str | Path) -> None:
+    """Refuse a settings file that is missing, not TOML, names unknown keys or bad values.
+
+    Parameters
+    ----------
+    path
+        A TOML file of :class:`Settings` fields (``store = "./data"``,
+        ``[[tokens]]`` tables of ``token``, ``scope``, ``prefix``, ...).
+
+    Raises
+    ------
+    InvalidRecord
+        What is wrong, with ``path`` naming ``--config`` or the key at fault.
+    """
+    try:
+        document: dict[str, Any] = tomllib.loads(Path(path).read_text())
+    except OSError as exc:
+        raise InvalidRecord(f"cannot read {path}: {exc.strerror}", path="--config") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise InvalidRecord(f"{path} is not TOML: {exc}", path="--config") from exc
+    unknown = sorted(set(document) - set(Settings.model_fields))
+    if unknown:
+        raise InvalidRecord(
+            f"{path} names no setting {unknown[0]!r} (settings: {sorted(Settings.model_fields)})",
+            path=unknown[0],
+        )
+    try:
+        Settings.model_validate(document)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InvalidRecord(f"{path}: {first['msg']}", path=where) from exc
