@@ -129,6 +129,7 @@ def test_bad_creates_are_422_and_leave_nothing(
 
 def test_a_bad_name_is_422(client: TestClient) -> None:
     problem(create(client, name="..x"), 422, "invalid-record", "name")
+    problem(create(client, name="..%2Fescape"), 422, "invalid-record", "name")
 
 
 # -- append ------------------------------------------------------------------------------------

@@ -129,7 +129,7 @@ async def list_collections(
 
 
 @router.put(
-    "/collections/{name}",
+    "/collections/{name:path}",  # so that a name with "/" reaches the name check (422), not 404
     status_code=201,
     responses={
         201: json_example({"name": "qm-set", "created": True}),
