@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import httpx
 
@@ -38,11 +38,16 @@ __all__ = ["AsyncCollectionsMixin", "AsyncRemoteCollection"]
 Mode = Literal["r", "r+"]
 
 
+def _client(mixin: object) -> AsyncClient:
+    """The client a mixin method runs on (the mixin is only ever a base of it)."""
+    return cast("AsyncClient", mixin)
+
+
 class AsyncCollectionsMixin:
     """The collection methods of :class:`~mrecd_client.AsyncClient`, awaited."""
 
     async def create_collection(
-        self: AsyncClient,
+        self,
         name: str,
         *,
         meta: Mapping[str, Any],
@@ -51,27 +56,27 @@ class AsyncCollectionsMixin:
         forcefield: ForceField | Mapping[str, Any] | None = None,
     ) -> AsyncRemoteCollection:
         """Create collection ``name`` on the server and open it ``r+`` (as the sync client)."""
-        request = CollectionCore(self._core).create(
+        request = CollectionCore(_client(self)._core).create(
             name,
             meta=meta,
             declaration=declaration,
             index_columns=index_columns,
             forcefield=forcefield,
         )
-        self._core.check(await self._send(request, safe=False))
-        return await self.collection(name, "r+")
+        _client(self)._core.check(await _client(self)._send(request, safe=False))
+        return await _client(self).collection(name, "r+")
 
-    async def collection(self: AsyncClient, name: str, mode: Mode = "r") -> AsyncRemoteCollection:
+    async def collection(self, name: str, mode: Mode = "r") -> AsyncRemoteCollection:
         """Open collection ``name`` (``"r+"`` to append); :class:`~mrecd.NotFound` if absent."""
-        core = CollectionCore(self._core)
-        summary = core.parse_summary(await self._send(core.summary(name)))
+        core = CollectionCore(_client(self)._core)
+        summary = core.parse_summary(await _client(self)._send(core.summary(name)))
         check_mode(mode)
-        return AsyncRemoteCollection(self, name, summary, read_only=mode == "r")
+        return AsyncRemoteCollection(_client(self), name, summary, read_only=mode == "r")
 
-    async def collections(self: AsyncClient, prefix: str | None = None) -> list[str]:
+    async def collections(self, prefix: str | None = None) -> list[str]:
         """Sorted names of the collections that start with ``prefix``."""
-        core = CollectionCore(self._core)
-        return core.names(await self._send(core.list(prefix)))
+        core = CollectionCore(_client(self)._core)
+        return core.names(await _client(self)._send(core.listing(prefix)))
 
 
 class AsyncRemoteCollection:

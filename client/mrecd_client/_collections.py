@@ -126,6 +126,7 @@ def _frame(value: Any, path: str, *, update: bool) -> Frame:
 
 def _parts(record: Any, path: str) -> tuple[dict[str, Any], Frame | None, list[Frame] | None]:
     """``(meta, system, frames)`` of a record as :meth:`Collection.append` takes it."""
+    meta: Any
     if isinstance(record, Record):
         foreign = [n for n in ("frame", "forcefield", "status", "method") if getattr(record, n)]
         meta, system, trajectory = record.meta, record.system, record.trajectory
@@ -275,7 +276,7 @@ class CollectionCore:
             )
         return self.core.request("PUT", self.path(name), json_body=body)
 
-    def list(self, prefix: str | None) -> httpx.Request:
+    def listing(self, prefix: str | None) -> httpx.Request:
         """The collection names starting with ``prefix``."""
         return self.core.request("GET", "/collections", params={"prefix": prefix})
 
@@ -395,4 +396,4 @@ class CollectionCore:
     @staticmethod
     def stream_kind(response: httpx.Response) -> str:
         """The media type of a streamed batch answer."""
-        return response.headers.get("content-type", RECORDS).split(";")[0].strip()
+        return str(response.headers.get("content-type", RECORDS)).split(";")[0].strip()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 import httpx
 
@@ -37,11 +37,16 @@ __all__ = ["CollectionsMixin", "RemoteCollection"]
 Mode = Literal["r", "r+"]
 
 
+def _client(mixin: object) -> Client:
+    """The client a mixin method runs on (the mixin is only ever a base of it)."""
+    return cast("Client", mixin)
+
+
 class CollectionsMixin:
     """The collection methods of :class:`~mrecd_client.Client` (the catalog's, remotely)."""
 
     def create_collection(
-        self: Client,
+        self,
         name: str,
         *,
         meta: Mapping[str, Any],
@@ -62,17 +67,17 @@ class CollectionsMixin:
         AlreadyExists
             A collection of that name exists.
         """
-        request = CollectionCore(self._core).create(
+        request = CollectionCore(_client(self)._core).create(
             name,
             meta=meta,
             declaration=declaration,
             index_columns=index_columns,
             forcefield=forcefield,
         )
-        self._core.check(self._send(request, safe=False))
-        return self.collection(name, "r+")
+        _client(self)._core.check(_client(self)._send(request, safe=False))
+        return _client(self).collection(name, "r+")
 
-    def collection(self: Client, name: str, mode: Mode = "r") -> RemoteCollection:
+    def collection(self, name: str, mode: Mode = "r") -> RemoteCollection:
         """Open collection ``name`` (``"r+"`` to append).
 
         Raises
@@ -80,15 +85,15 @@ class CollectionsMixin:
         NotFound
             No collection of that name.
         """
-        core = CollectionCore(self._core)
-        summary = core.parse_summary(self._send(core.summary(name)))
+        core = CollectionCore(_client(self)._core)
+        summary = core.parse_summary(_client(self)._send(core.summary(name)))
         check_mode(mode)
-        return RemoteCollection(self, name, summary, read_only=mode == "r")
+        return RemoteCollection(_client(self), name, summary, read_only=mode == "r")
 
-    def collections(self: Client, prefix: str | None = None) -> list[str]:
+    def collections(self, prefix: str | None = None) -> list[str]:
         """Sorted names of the collections that start with ``prefix``."""
-        core = CollectionCore(self._core)
-        return core.names(self._send(core.list(prefix)))
+        core = CollectionCore(_client(self)._core)
+        return core.names(_client(self)._send(core.listing(prefix)))
 
 
 class RemoteCollection:

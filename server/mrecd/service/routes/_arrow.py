@@ -27,8 +27,8 @@ def arrow_available() -> bool:
 
 def _array(column: Column) -> Any:
     """One column as an Arrow array: trailing dimensions as fixed-size lists, nulls kept."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
+    import pyarrow as pa  # type: ignore[import-untyped]
+    import pyarrow.compute as pc  # type: ignore[import-untyped]
 
     values = column.values
     if column.dtype == "string":

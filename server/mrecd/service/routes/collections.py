@@ -15,7 +15,7 @@ import hashlib
 import json
 from collections.abc import AsyncIterator, Sequence
 from functools import partial
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, cast
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import StreamingResponse
@@ -47,7 +47,7 @@ _GROUP: Final = 128
 #: most ordinals one batch read may name (a query string of 4096 ordinals stays under 40 kB)
 MAX_BATCH: Final = 4096
 
-_UNITS = {"length": "angstrom", "energy": "kcal/mol"}
+_UNITS: Final[dict[str, Any]] = {"length": "angstrom", "energy": "kcal/mol"}
 _RECORD_JSON: Final = {
     "r": 0,
     "meta": {"smiles": "O"},
@@ -397,7 +397,7 @@ def _one_frame(
     media_type, blocks, columns = wanted
     n = len(collection)
     k = _ordinal(r, n)
-    traj = collection[k].trajectory
+    traj = cast(api.CollectionTrajectory | None, collection[k].trajectory)
     if traj is None:
         raise RecordOutOfRange(f"record {k} has no trajectory", path=f"records/{k}/frames/{i}")
     j = _ordinal(i, len(traj), "frame")
