@@ -116,11 +116,13 @@ def encode_record(
 def _signature(frame: Frame) -> tuple[Any, ...] | None:
     """What frames must share to stack: block and column names, dtypes, trailing, precision."""
     out = []
-    for name, block in frame.items():
-        if block.structural_shape is not None or block.targets or block.attributes:
+    for name, block in frame.blocks.items():
+        if block.structural_shape is not None or block.targets is not None or block.attributes:
             return None
-        columns = tuple((c, col.dtype, col.trailing, col.precision) for c, col in block.items())
-        out.append((name, columns))
+        columns = block.columns
+        out.append(
+            (name, *((c, col.dtype, col.shape[1:], col.precision) for c, col in columns.items()))
+        )
     return tuple(out)
 
 
