@@ -11,12 +11,13 @@ from fastapi import FastAPI
 from starlette_compress import CompressMiddleware, add_compress_type
 
 from .. import __version__, api
+from ._forcefields import ForceFields
 from ._metrics import ObserveRequests, ServiceMetrics
 from ._packs import Packs
 from ._runs import Runs
 from .media import COMPRESSIBLE
 from .problems import add_problem_schema, install_handlers, problem_responses
-from .routes import ops, records, trajectory
+from .routes import forcefield, ops, records, trajectory
 from .settings import Settings
 
 __all__ = ["create_app"]
@@ -45,6 +46,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         catalog = await to_thread.run_sync(api.open, settings.store)
         app.state.runs = Runs(catalog)
         app.state.packs = Packs(app.state.runs)
+        app.state.forcefields = ForceFields(catalog)
         try:
             yield
         finally:
@@ -64,6 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # every /v1 route may refuse a token (401, 403), a name or parameter (422) or fail (500, 503)
     common = problem_responses(401, 403, 422, 500, 503)
     app.include_router(trajectory.router, prefix="/v1", responses=common)  # before /{section}
+    app.include_router(forcefield.router, prefix="/v1", responses=common)  # before /{section}
     app.include_router(records.router, prefix="/v1", responses=common)
     _add_middleware(app)
     app.openapi = _with_problem_schema(app)  # type: ignore[method-assign]
