@@ -29,9 +29,14 @@ _KEPT: Final = 256
 
 
 def _canonical(ff: ForceField) -> bytes:
-    """The JSON interchange form (forcefield.md §1.1) as served: compact, stored order."""
+    """The JSON interchange form (forcefield.md §1.1) as served: compact, keys sorted.
+
+    Sorted because stores keep object members in different orders (a Zarr group
+    lists its columns by name, an LMDB value as written) and none of those
+    orders means anything: one force field has one body, one ETag, wherever it lives.
+    """
     return json.dumps(
-        ff.to_dict(), separators=(",", ":"), allow_nan=False, ensure_ascii=False
+        ff.to_dict(), separators=(",", ":"), sort_keys=True, allow_nan=False, ensure_ascii=False
     ).encode()
 
 
