@@ -9,13 +9,14 @@ revalidate them together; ``If-None-Match`` naming it (or ``*``) is a 304.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Annotated, Any, Final
 from urllib.parse import unquote
 
 from fastapi import APIRouter, Header, Query, Request, Response
 
 from ...errors import InvalidRecord, NotFound
+from ...forcefield import ForceField
 from .. import media
 from .._examples import json_example
 from .._forcefields import ForceFields, Kind, Served
@@ -39,42 +40,58 @@ Param = Annotated[
 ]
 IfNoneMatch = Annotated[str | None, Header(description="ETags seen before, or *")]
 
-_ATOM_EXAMPLE: Final = {
-    "type": "HA",
-    "via": "atom",
-    "rows": [
-        {
-            "category": "atom",
-            "style": "full",
-            "table": "atom.full",
-            "row": 3,
-            "name": "HA",
-            "endpoints": [],
-            "endpoint_key": "type",
-            "annotations": {"element": "H"},
-            "params": {"mass": 1.008, "charge": 0.09},
-            "style_params": {},
-            "expression": None,
-            "registered": True,
-            "priceable": True,
-            "overridden": [],
-        }
-    ],
-    "units": {"mass": "g/mol", "charge": "e", "energy": "kcal/mol", "length": "angstrom"},
-}
-_DOCUMENT_EXAMPLE: Final = {
-    "name": "charmm-min",
+
+def _column(values: list[Any]) -> dict[str, Any]:
+    dtype = "string" if isinstance(values[0], str) else "f64"
+    return {"dtype": dtype, "shape": [len(values)], "values": values}
+
+
+#: a small force field whose real answers are the OpenAPI examples
+_EXAMPLE: Final = {
+    "name": "example",
     "units": {"preset": "real"},
-    "styles": [{"category": "atom", "style": "full"}],
+    "styles": [
+        {"category": "atom", "style": "full"},
+        {"category": "bond", "style": "harmonic"},
+        {"category": "pair", "style": "lj/cut", "params": {"mixing": "arithmetic"}},
+    ],
     "tables": {
         "atom.full": {
+            "count": 2,
+            "columns": {
+                "name": _column(["CT", "HC"]),
+                "mass": _column([12.011, 1.008]),
+                "charge": _column([-0.18, 0.06]),
+            },
+        },
+        "bond.harmonic": {
             "count": 1,
             "columns": {
-                "name": {"dtype": "string", "shape": [1], "values": ["HA"]},
-                "mass": {"dtype": "f64", "shape": [1], "values": [1.008]},
+                "name": _column(["CT-HC"]),
+                "itom": _column(["CT"]),
+                "jtom": _column(["HC"]),
+                "k": _column([340.0]),
+                "r0": _column([1.09]),
             },
-        }
+        },
+        "pair.lj%2Fcut": {
+            "count": 2,
+            "columns": {
+                "name": _column(["CT", "HC"]),
+                "itom": _column(["CT", "HC"]),
+                "jtom": _column(["CT", "HC"]),
+                "epsilon": _column([0.066, 0.03]),
+                "sigma": _column([3.5, 2.5]),
+            },
+        },
     },
+}
+_EXAMPLE_FF: Final = ForceField.from_dict(_EXAMPLE)
+_EXAMPLES: Final = {
+    "atom": _EXAMPLE_FF.atom("CT").to_dict(),
+    "term": _EXAMPLE_FF.term("bond", "CT-HC").to_dict(),
+    "pair": _EXAMPLE_FF.pair("CT", "HC").to_dict(),
+    "match": _EXAMPLE_FF.match("bond", ("HC", "CT")).to_dict(),
 }
 _HEADERS: Final = {
     "ETag": {"description": "strong: a hash of the force field's JSON document"},
@@ -192,6 +209,19 @@ def _types_list(types: list[str]) -> tuple[str, ...]:
     return tuple(items)
 
 
+def _lookup_responses(example: str) -> dict[int | str, Any]:
+    """``responses=`` of a lookup route; ``example`` names its answer in :data:`_EXAMPLES`."""
+    return {
+        200: {
+            "description": "The lookup's answer (to_dict form, with units)",
+            "headers": _HEADERS,
+            **json_example(_EXAMPLES[example]),
+        },
+        304: {"description": "If-None-Match names the force field's ETag (or is *)"},
+        **problem_responses(404),
+    }
+
+
 def _add_routes(kind: Kind) -> None:
     """The document and the four lookups of ``kind`` (records or collections)."""
     base = f"/{kind}/{{name}}/forcefield"
@@ -204,7 +234,7 @@ def _add_routes(kind: Kind) -> None:
             200: {
                 "description": "The force field: JSON interchange form, or MRF1 by Accept",
                 "headers": _HEADERS,
-                **json_example(_DOCUMENT_EXAMPLE, media.FRAME),
+                **json_example(_EXAMPLE, media.FRAME),
             },
             304: {"description": "If-None-Match names the current ETag (or is *)"},
             **problem_responses(404, 406),
@@ -235,17 +265,10 @@ def _add_routes(kind: Kind) -> None:
         body = served.body if media_type == media.JSON else await blocking(served.mrf1)
         return Response(body, media_type=media_type, headers=headers)
 
-    atom_content = json_example(_ATOM_EXAMPLE)
-    lookup_responses: Mapping[int | str, Any] = {
-        200: {"description": "The lookup's answer (to_dict form, with units)", "headers": _HEADERS},
-        304: {"description": "If-None-Match names the force field's ETag (or is *)"},
-        **problem_responses(404),
-    }
-
     @router.get(
         f"{base}/atoms/{{type:path}}",
         operation_id=f"lookup_{what}_atom",
-        responses={**lookup_responses, 200: {**lookup_responses[200], **atom_content}},
+        responses=_lookup_responses("atom"),
     )
     async def lookup_atom(
         name: str,
@@ -265,7 +288,7 @@ def _add_routes(kind: Kind) -> None:
     @router.get(
         f"{base}/terms/{{category}}/{{type:path}}",
         operation_id=f"lookup_{what}_term",
-        responses=dict(lookup_responses),
+        responses=_lookup_responses("term"),
     )
     async def lookup_term(
         name: str,
@@ -289,7 +312,7 @@ def _add_routes(kind: Kind) -> None:
     @router.get(
         f"{base}/pairs/{{types:path}}",
         operation_id=f"lookup_{what}_pair",
-        responses=dict(lookup_responses),
+        responses=_lookup_responses("pair"),
     )
     async def lookup_pair(
         name: str,
@@ -317,7 +340,7 @@ def _add_routes(kind: Kind) -> None:
     @router.get(
         f"{base}/match/{{category}}",
         operation_id=f"lookup_{what}_match",
-        responses=dict(lookup_responses),
+        responses=_lookup_responses("match"),
     )
     async def lookup_match(
         name: str,
