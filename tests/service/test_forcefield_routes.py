@@ -574,3 +574,14 @@ def test_a_replaced_force_field_is_fetched_again_and_a_missing_one_is_none(
             fetch_forcefield(client._core, client._send, "records", "gone")
     assert [status for _, status in transport.seen] == [200, 200, 404, 404]
     assert transport.seen[1][0] is not None  # it asked with the old tag, got the new one
+
+
+def test_the_readme_example_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", (TESTS.parent / "README.md").read_text(), re.DOTALL)
+    example = next(b for b in blocks if 'store.record("charmm-run").forcefield' in b)
+    store = tmp_path / "data"
+    mrecd.open(store).create_record("charmm-run", forcefield=FORCEFIELDS["valid-charmm"]).close()
+    with serve_app(create_app(Settings(store=str(store)))) as url:
+        exec(compile(example.replace("http://127.0.0.1:8000", url), "README.md", "exec"), {})
+    expected = FORCEFIELDS["valid-charmm"].pair("CT1", "HA", "lj/charmm", is_14=True)["epsilon14"]
+    assert capsys.readouterr().out.split() == ["12.011", str(expected)]
