@@ -235,6 +235,21 @@ def test_if_none_match_gives_304_for_the_tag_a_list_holding_it_a_weak_form_and_s
     assert again.status_code == 304 and again.headers["etag"] == mrf1
 
 
+def test_head_answers_the_headers_of_get_without_the_body(http: httpx.Client) -> None:
+    got = http.get("/collections/valid-tip3p/forcefield")
+    head = http.head("/collections/valid-tip3p/forcefield")
+    assert head.status_code == 200 and head.content == b""
+    for header in ("etag", "cache-control", "content-type"):
+        assert head.headers[header] == got.headers[header]
+
+
+def test_a_store_without_a_local_disk_has_no_collections(tmp_path: Path) -> None:
+    app = create_app(Settings(store="memory://ff-no-disk"))
+    with serve_app(app) as url:
+        r = httpx.get(f"{url}/v1/collections/odd/forcefield")
+    assert _problem(r, 404, "odd")["detail"].endswith("has none")
+
+
 def test_a_lookup_carries_the_document_etag_and_revalidates_with_it(http: httpx.Client) -> None:
     etag = http.get("/records/odd/forcefield").headers["etag"]
     lookups = [

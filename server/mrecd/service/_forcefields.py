@@ -147,7 +147,11 @@ class ForceFields:
     def _file_token(self, name: str) -> Any:
         local = self._catalog.local_path
         if local is None:
-            return None  # no local disk: catalog.collection says why there is no collection
+            raise NotFound(
+                f"no collection named {name!r}: collections are LMDB files on a local disk"
+                f" and {self._catalog.url} has none",
+                path=name,
+            )
         try:
             stat = os.stat(Path(local) / f"{name}.mrec.lmdb")
         except FileNotFoundError:
@@ -165,7 +169,7 @@ class ForceFields:
         api.check_record_name(name)
         token = self._file_token(name)
         held = self._get(("collections", name))
-        if held is not None and token is not None and held.token == token:
+        if held is not None and held.token == token:
             return held
         with self._catalog.collection(name) as collection:
             forcefield = collection.forcefield

@@ -227,6 +227,7 @@ def _add_routes(kind: Kind) -> None:
     base = f"/{kind}/{{name}}/forcefield"
     what = "record" if kind == "records" else "collection"
 
+    @router.head(base, include_in_schema=False)
     @router.get(
         base,
         operation_id=f"read_{what}_forcefield",
