@@ -54,7 +54,8 @@ class Served:
         ``"<sha256 of body, 32 hex digits>"``: the same for every answer about this
         force field (document and lookups), different whenever its content differs.
     token
-        What the file looked like when read (collections), to notice a replacement.
+        Where it was read: the record's handle, or what the collection file
+        looked like (to notice a replacement).
     warm
         Whether a lookup has run (built the index), so later ones are cheap.
     """
@@ -97,7 +98,7 @@ class ForceFields:
     Notes
     -----
     A record's handle caches its force field, so the held entry is reused
-    while that object is current. A collection's force field is written once,
+    while requests come through the same handle. A collection's force field is written once,
     at creation: the entry is reused while the file's identity, size and
     modification time are unchanged, and after a change (an append, a
     compaction, a replacement) it is read again and kept when equal.
@@ -109,6 +110,7 @@ class ForceFields:
         self._lock = threading.Lock()
 
     def _get(self, key: tuple[Kind, str]) -> Served | None:
+        # a lock held for a dictionary probe: cheap enough to take on the event loop
         with self._lock:
             served = self._held.get(key)
             if served is not None:
@@ -136,13 +138,23 @@ class ForceFields:
         NotFound
             The record has no force field (``path`` is ``"forcefield"``).
         """
+        held = self.held_for_record(name, record)
+        if held is not None:
+            return held
         forcefield = record.forcefield if record.exists else None
         if forcefield is None:
             raise NotFound(f"record {name!r} has no force field", path="forcefield")
+        return self._keep(("records", name), forcefield, record)
+
+    def held_for_record(self, name: str, record: api.StoredRecord) -> Served | None:
+        """The entry read through this very handle, if any (never blocks: no store access).
+
+        A handle reads its force field once and keeps it, and the service never
+        replaces a record's force field in place, so the same handle means the
+        same force field; a deleted and re-created record comes with a new handle.
+        """
         held = self._get(("records", name))
-        if held is not None and held.forcefield is forcefield:
-            return held
-        return self._keep(("records", name), forcefield, None)
+        return held if held is not None and held.token is record else None
 
     def _file_token(self, name: str) -> Any:
         local = self._catalog.local_path

@@ -109,6 +109,9 @@ async def _served(kind: Kind, name: str, request: Request, runs: RunsDep) -> Ser
     forcefields = _forcefields(request)
     if kind == "records":
         record = await runs.record(name)
+        held = forcefields.held_for_record(name, record)
+        if held is not None:  # served before through this handle: no thread hop
+            return held
         return await blocking(lambda: forcefields.of_record(name, record))
     return await blocking(lambda: forcefields.of_collection(name))
 
