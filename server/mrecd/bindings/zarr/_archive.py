@@ -29,7 +29,6 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import IO, Any, Final
 
 import google_crc32c
@@ -37,7 +36,7 @@ import numpy as np
 
 from ...errors import AlreadyExists, InvalidRecord, NotFound, WriterBusy
 from ...model import DTYPE_OF_ZARR, numpy_dtype
-from ...storage import Location, dumps_json, location_of
+from ...storage import Location, dumps_json
 from ._codecs import CRC32C
 from ._layout import BRAND
 from ._pack import pack_directory, packed_name
@@ -142,7 +141,7 @@ def archive_record(
         raise InvalidRecord("the archive cannot replace its own source", path=str(dest))
     if dest.exists() and not overwrite:
         raise AlreadyExists("the archive already exists", path=str(dest))
-    with _closed(source), _staging(dest, kind) as staged:
+    with _closed(source), _staging(dest) as staged:
         _copy_repacked(source, staged, options)
         if kind == "zip":
             pack_directory(staged, dest, overwrite=overwrite)
@@ -174,13 +173,9 @@ def _closed(source: Location) -> Iterator[None]:
 
 
 @contextmanager
-def _staging(dest: Location, kind: str) -> Iterator[Location]:
-    """Where the copy is built: a local temporary directory for a zip, a hidden sibling else."""
-    if kind == "zip":
-        with tempfile.TemporaryDirectory(prefix="mrecd-archive-") as tmp:
-            yield location_of(Path(tmp) / f"staged{BRAND}")
-        return
-    staged = dest.with_name(f".{dest.name}.archive.{uuid.uuid4().hex[:12]}.tmp")
+def _staging(dest: Location) -> Iterator[Location]:
+    """A hidden ``*.mrec`` sibling of ``dest`` to build the copy in (stores list no dot-names)."""
+    staged = dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:12]}.archive{BRAND}")
     try:
         yield staged
     finally:
