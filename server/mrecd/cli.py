@@ -8,7 +8,8 @@ Subcommands::
     mrecd forcefield import FILE [FILE...] (-o TARGET | --print) [--catalog ROOT]
     mrecd push <path.mrec[.zip]> <url> [--name N] [--overwrite] [--quiet]
     mrecd pull <url>/<name.mrec[.zip]> <path> [--overwrite] [--quiet]
-    mrecd ingest TOPOLOGY [TRAJECTORY...] -o STORE/NAME [--precision P] [--format F] [--quiet]
+    mrecd ingest TOPOLOGY [TRAJECTORY...] (-o STORE/NAME | --to http://HOST:PORT/NAME [--token T])
+                 [--precision P] [--format F] [--quiet]
     mrecd export STORE/NAME -o out.xtc|.dcd|.pdb|.gro [--frame I] [--force]
     mrecd serve [STORE] [--host 127.0.0.1] [--port 8000] [--workers N] [--insecure] [--config F]
 
@@ -199,9 +200,14 @@ def _without_mdanalysis(run: Callable[[argparse.Namespace], int]) -> Callable[..
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from .md import ingest, split_target  # MDAnalysis loads only for these commands
+    from .md import ingest, split_target, split_url  # MDAnalysis loads only for these commands
 
-    store, name = split_target(args.output)
+    target: str = args.output or args.to
+    store: str | Path
+    if args.to:
+        store, name = split_url(args.to)
+    else:
+        store, name = split_target(args.output)
     done = ingest(
         [args.topology, *args.trajectories],
         store,
@@ -213,10 +219,11 @@ def _ingest(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         format=args.format,
         topology_format=args.topology_format,
+        token=args.token or os.environ.get("MRECD_TOKEN") or None,
     )
     precision = "lossless" if done.precision is None else f"precision {done.precision:g} Å"
     print(
-        f"{args.output}: {done.frames} frames of {done.atoms} atoms, {precision},"
+        f"{target}: {done.frames} frames of {done.atoms} atoms, {precision},"
         f" {done.frames_per_second:.0f} frames/s",
         file=sys.stderr,
     )
@@ -250,7 +257,14 @@ def _md_commands(commands: Any) -> None:
     )
     ingest.add_argument("topology", help="topology file (PSF, PRMTOP, TPR, GRO, PDB ...)")
     ingest.add_argument("trajectories", nargs="*", help="trajectory files (XTC, DCD, TRR ...)")
-    ingest.add_argument("-o", "--output", required=True, help="the new record: STORE/NAME")
+    where = ingest.add_mutually_exclusive_group(required=True)
+    where.add_argument("-o", "--output", help="the new record: STORE/NAME")
+    where.add_argument(
+        "--to", metavar="URL", help="the new record on a server: http://HOST:PORT/NAME"
+    )
+    ingest.add_argument(
+        "--token", help="bearer token for --to (default: the MRECD_TOKEN environment variable)"
+    )
     ingest.add_argument(
         "--precision", type=float, help="declared x/y/z precision in Å (default: the source's)"
     )
