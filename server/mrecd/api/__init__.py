@@ -8,6 +8,7 @@ service runs them on worker threads.
 """
 
 from ..storage import ByteRange, ByteRequest, ObjectInfo, Offset, Suffix
+from ._archive import archive_record
 from ._catalog import Catalog, check_record_name
 from ._catalog import open_catalog as open
 from ._collection import (
@@ -43,6 +44,7 @@ __all__ = [
     "Trajectory",
     "TrajectoryLike",
     "Violation",
+    "archive_record",
     "check_record_name",
     "create_collection",
     "create_record",
