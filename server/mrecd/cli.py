@@ -5,7 +5,7 @@ Subcommands::
     mrecd pack <dir.mrec> [-o file.mrec.zip] [--force]
     mrecd validate <path>
     mrecd forcefield import FILE [FILE...] (-o TARGET | --print) [--catalog ROOT]
-    mrecd push <path.mrec[.zip]> <url> [--name N] [--overwrite] [--quiet]
+    mrecd push <path.mrec[.zip] | path.mrec.lmdb> <url> [--name N] [--overwrite] [--quiet]
     mrecd pull <url>/<name.mrec[.zip]> <path> [--overwrite] [--quiet]
     mrecd ingest TOPOLOGY [TRAJECTORY...] -o STORE/NAME [--precision P] [--format F] [--quiet]
     mrecd export STORE/NAME -o out.xtc|.dcd|.pdb|.gro [--frame I] [--force]
@@ -142,6 +142,12 @@ def _forcefield_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
 
 
 def _push(args: argparse.Namespace) -> int:
+    if os.fspath(args.source).rstrip("/").endswith(".mrec.lmdb"):
+        url = api.publish_collection(
+            args.source, args.url, name=args.name, overwrite=args.overwrite
+        )
+        print(url)
+        return 0
     url = storage.push(
         args.source, args.url, name=args.name, progress=not args.quiet, overwrite=args.overwrite
     )
@@ -157,9 +163,15 @@ def _pull(args: argparse.Namespace) -> int:
 
 def _add_transfer(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     push = commands.add_parser(
-        "push", help="copy a closed record to a store (s3://bucket/prefix, gs://, az://, a path)"
+        "push",
+        help="copy a closed record, or publish a collection snapshot, to a store"
+        " (s3://bucket/prefix, gs://, az://, a path)",
     )
-    push.add_argument("source", help="the record (<stem>.mrec or <stem>.mrec.zip)")
+    push.add_argument(
+        "source",
+        help="the record (<stem>.mrec or <stem>.mrec.zip), or a collection (<stem>.mrec.lmdb):"
+        " published compacted as one object plus <name>.mrec.lmdb.manifest.json",
+    )
     push.add_argument("url", help="where records live, e.g. s3://bucket/lab")
     push.add_argument("--name", help="the record's name there (default: its stem)")
     pull = commands.add_parser("pull", help="copy a record from a store to a local path")
