@@ -144,7 +144,11 @@ def _forcefield_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
 def _push(args: argparse.Namespace) -> int:
     if os.fspath(args.source).rstrip("/").endswith(".mrec.lmdb"):
         url = api.publish_collection(
-            args.source, args.url, name=args.name, overwrite=args.overwrite
+            args.source,
+            args.url,
+            name=args.name,
+            overwrite=args.overwrite,
+            progress=not args.quiet,
         )
         print(url)
         return 0

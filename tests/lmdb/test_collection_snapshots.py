@@ -174,3 +174,26 @@ def test_two_replicas_serve_one_snapshot_and_pick_up_a_newer_one(
     for replica, answer in zip(replicas, second, strict=True):
         copies = [p for p in replica.cache_dir.rglob("*-ala.mrec.lmdb")]
         assert Path(answer["path"]) in copies and len(copies) == 2  # the new one, and the old
+
+
+def test_worker_processes_of_one_replica_share_one_cache(
+    live: Path, s3_bucket: str, tmp_path: Path
+) -> None:
+    api.publish_collection(live, f"{s3_bucket}/lab", part_size=PART)
+    workers = [Replica(f"{s3_bucket}/lab", tmp_path / "shared") for _ in range(2)]
+    try:
+        for worker in workers:  # both ask before either answers: the downloads race
+            assert worker.process.stdin is not None
+            worker.process.stdin.write("ala\n")
+            worker.process.stdin.flush()
+        answers = []
+        for worker in workers:
+            assert worker.process.stdout is not None
+            answers.append(json.loads(worker.process.stdout.readline()))
+    finally:
+        for worker in workers:
+            worker.close()
+    assert [a["records"] for a in answers] == [["a", "b"], ["a", "b"]]
+    assert answers[0]["path"] == answers[1]["path"]
+    assert len(list((tmp_path / "shared").rglob("*-ala.mrec.lmdb"))) == 1
+    assert not list((tmp_path / "shared").rglob("*.part"))

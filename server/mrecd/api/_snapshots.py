@@ -117,6 +117,7 @@ def publish_collection(
     name: str | None = None,
     overwrite: bool = False,
     part_size: int = DEFAULT_PART_SIZE,
+    progress: bool = False,
 ) -> str:
     """Publish collection file ``source`` to the catalog ``dest`` as one snapshot.
 
@@ -139,6 +140,8 @@ def publish_collection(
     part_size
         Bytes per checksummed part of the manifest (a replica's unit of
         ranged GETs and of resumption).
+    progress
+        Show a progress bar of the upload on standard error.
 
     Returns
     -------
@@ -176,6 +179,7 @@ def publish_collection(
             summary=summary,
             overwrite=overwrite,
             part_size=part_size,
+            progress=progress,
         )
     return f"{store.url.rstrip('/')}/{manifest.key}"
 

@@ -28,20 +28,23 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import io
 import json
+import logging
 import os
 import re
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import IO, Any, Final
 
 from ..errors import AlreadyExists, InvalidRecord, NotFound, PreconditionFailed, StoreUnavailable
 from ._base import ByteRange, IfMatch, PutMode, Store, check_key
 from ._directory import fsync_directory
+from ._transfer import _Progress
 
 __all__ = [
     "DEFAULT_PART_SIZE",
@@ -68,6 +71,7 @@ FETCH_ATTEMPTS: Final = 3
 _POINTER: Final = "current.json"
 _LOCK: Final = ".fetch.lock"
 _HASH_BLOCK: Final = 1 << 20
+_log = logging.getLogger("mrecd.snapshots")
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,6 +188,7 @@ def publish_snapshot(
     summary: Mapping[str, Any] | None = None,
     overwrite: bool = False,
     part_size: int = DEFAULT_PART_SIZE,
+    progress: bool = False,
 ) -> Manifest:
     """Publish the local file ``path`` on ``dest`` as snapshot ``key``; answer its manifest.
 
@@ -201,6 +206,8 @@ def publish_snapshot(
         Replace a snapshot already published under ``key``.
     part_size
         Bytes per checksummed part (the unit of a replica's ranged GETs and resumption).
+    progress
+        Show a progress bar of the upload on standard error.
 
     Raises
     ------
@@ -222,7 +229,8 @@ def publish_snapshot(
             path=f"{dest.url.rstrip('/')}/{key}",
         )
     manifest = _describe(Path(path), key, part_size, summary or {})
-    _upload(dest, manifest, Path(path))
+    with _Progress(f"push {key}", progress) as bar:
+        _upload(dest, manifest, Path(path), bar)
     mode: PutMode = "create" if previous is None else IfMatch(previous.etag)
     try:
         dest.put(manifest_key, manifest.to_bytes(), mode=mode)
@@ -267,18 +275,37 @@ def _describe(path: Path, key: str, part_size: int, summary: Mapping[str, Any]) 
     )
 
 
-def _upload(dest: Store, manifest: Manifest, path: Path) -> None:
+def _upload(dest: Store, manifest: Manifest, path: Path, bar: _Progress) -> None:
     """The data object (skipped when that content is already there), its size checked."""
     present = dest.head(manifest.object)
     if present is None or present.size != manifest.size:
-        with path.open("rb") as source:
-            dest.put_file(manifest.object, source)
+        bar.add_total(manifest.size)
+        with path.open("rb", buffering=0) as source:
+            ticking = io.BufferedReader(_TickingFile(source, bar.advance), DEFAULT_PART_SIZE)
+            dest.put_file(manifest.object, ticking)
         present = dest.head(manifest.object)
     if present is None or present.size != manifest.size:
         raise StoreUnavailable(
             "the snapshot's data object is missing or of another size after the upload",
             path=f"{dest.url.rstrip('/')}/{manifest.object}",
         )
+
+
+class _TickingFile(io.RawIOBase):
+    """A file read front to back, each read reported to ``tick`` (the progress bar)."""
+
+    def __init__(self, source: IO[bytes], tick: Callable[[int], None]) -> None:
+        self._source = source
+        self._tick = tick
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        data = self._source.read(len(buffer))
+        buffer[: len(data)] = data
+        self._tick(len(data))
+        return len(data)
 
 
 def _drop_unreferenced(dest: Store, key: str, keep: set[str]) -> None:
@@ -336,7 +363,9 @@ class SnapshotCache:
 
         While a newer snapshot downloads (in another thread or worker), the
         copy in use is served; the first request for a key waits for it.
-        When the store cannot be reached, a copy already held is served.
+        When the store cannot be reached, or a newer snapshot's manifest or
+        download is refused, a copy already held is served (and a warning
+        logged on ``mrecd.snapshots``); the next revalidation tries again.
 
         Raises
         ------
@@ -380,32 +409,42 @@ class SnapshotCache:
         if current is not None and self._fresh(key):
             return current
         try:
-            answer = self.store.get_if_none_match(
-                key + MANIFEST_SUFFIX, None if current is None else current.etag
-            )
-        except StoreUnavailable:
+            cached = self._revalidate(key, entry, current)
+        except (StoreUnavailable, InvalidRecord) as exc:
             if current is None:
                 raise
-            self._checked[key] = time.monotonic()  # serve the copy held; ask again later
-            return current
+            # a replica keeps serving the verified copy it holds; it asks again later
+            _log.warning("serving the cached snapshot %s: %s", key, exc)
+            cached = current
+        self._checked[key] = time.monotonic()
+        return cached
+
+    def _revalidate(self, key: str, entry: Path, current: CachedSnapshot | None) -> CachedSnapshot:
+        """The manifest by a conditional GET; a newer one's file fetched and swapped in."""
+        answer = self.store.get_if_none_match(
+            key + MANIFEST_SUFFIX, None if current is None else current.etag
+        )
         if answer is None:
             _drop_pointer(entry)
             raise NotFound(f"no snapshot published as {key!r}", path=key)
         if answer.data is None and current is not None:
-            self._checked[key] = time.monotonic()
             return current
         raw = answer.data if answer.data is not None else b""
         manifest = Manifest.from_bytes(raw, f"{self.store.url.rstrip('/')}/{key}")
-        installed = self._install(entry, manifest, answer.etag, current)
-        self._checked[key] = time.monotonic()
-        return installed
+        return self._install(entry, manifest, answer.etag, current)
 
     def _install(
         self, entry: Path, manifest: Manifest, etag: str, current: CachedSnapshot | None
     ) -> CachedSnapshot:
-        """Fetch ``manifest``'s file under the cross-process lock, then swap the pointer."""
+        """Fetch ``manifest``'s file under the cross-process lock, then swap the pointer.
+
+        With a copy in hand, a download another worker process is making is
+        not waited for: the copy is served meanwhile.
+        """
         entry.mkdir(parents=True, exist_ok=True)
-        with _file_lock(entry / _LOCK):
+        with _file_lock(entry / _LOCK, wait=current is None) as held:
+            if not held and current is not None:
+                return current
             path = _Download(self.store, entry, manifest).run()
             cached = CachedSnapshot(path, manifest, etag)
             _write_pointer(entry, cached)
@@ -541,11 +580,19 @@ def _prune(entry: Path, keep: set[str]) -> None:
 
 
 @contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on ``path`` (the worker processes of one replica take turns)."""
+def _file_lock(path: Path, *, wait: bool) -> Iterator[bool]:
+    """An exclusive ``flock`` on ``path`` (the worker processes of one replica take turns).
+
+    Yields whether it is held: with ``wait`` false, a lock another process
+    holds is not waited for.
+    """
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            yield False
+            return
+        yield True
     finally:
         os.close(fd)
