@@ -254,3 +254,22 @@ def test_an_unpublished_key_is_not_found(bucket: Store, tmp_path: Path) -> None:
     bucket.delete(KEY + MANIFEST_SUFFIX)
     with pytest.raises(NotFound):
         cache.get(KEY)
+
+
+def test_every_store_answers_a_conditional_get(store: Store) -> None:
+    assert store.get_if_none_match("m.json", None) is None
+    etag = store.put("m.json", b"one")
+    fresh = store.get_if_none_match("m.json", None)
+    assert fresh is not None and fresh.data == b"one" and fresh.etag == etag
+    unchanged = store.get_if_none_match("m.json", etag)
+    assert unchanged is not None and unchanged.data is None and unchanged.etag == etag
+    newer = store.put("m.json", b"two")
+    changed = store.get_if_none_match("m.json", etag)
+    assert changed is not None and changed.data == b"two" and changed.etag == newer
+
+
+def test_every_store_carries_a_snapshot(store: Store, tmp_path: Path) -> None:
+    source = payload(tmp_path, 4)
+    publish_snapshot(store, KEY, source, part_size=PART)
+    copy = SnapshotCache(store, tmp_path / "cache").get(KEY)
+    assert copy.path.read_bytes() == source.read_bytes()
