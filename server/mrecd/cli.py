@@ -6,7 +6,7 @@ Subcommands::
     mrecd pack --archive <dir.mrec> [-o file.mrec.zip|dir.mrec] [--frames-per-chunk K] [--level L]
     mrecd validate <path>
     mrecd forcefield import FILE [FILE...] (-o TARGET | --print) [--catalog ROOT]
-    mrecd push <path.mrec[.zip]> <url> [--name N] [--overwrite] [--quiet]
+    mrecd push <path.mrec[.zip] | path.mrec.lmdb> <url> [--name N] [--overwrite] [--quiet]
     mrecd pull <url>/<name.mrec[.zip]> <path> [--overwrite] [--quiet]
     mrecd ingest TOPOLOGY [TRAJECTORY...] (-o STORE/NAME | --to http://HOST:PORT/NAME [--token T])
                  [--precision P] [--format F] [--quiet]
@@ -157,6 +157,16 @@ def _forcefield_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
 
 
 def _push(args: argparse.Namespace) -> int:
+    if os.fspath(args.source).rstrip("/").endswith(".mrec.lmdb"):
+        url = api.publish_collection(
+            args.source,
+            args.url,
+            name=args.name,
+            overwrite=args.overwrite,
+            progress=not args.quiet,
+        )
+        print(url)
+        return 0
     url = storage.push(
         args.source, args.url, name=args.name, progress=not args.quiet, overwrite=args.overwrite
     )
@@ -172,9 +182,15 @@ def _pull(args: argparse.Namespace) -> int:
 
 def _add_transfer(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     push = commands.add_parser(
-        "push", help="copy a closed record to a store (s3://bucket/prefix, gs://, az://, a path)"
+        "push",
+        help="copy a closed record, or publish a collection snapshot, to a store"
+        " (s3://bucket/prefix, gs://, az://, a path)",
     )
-    push.add_argument("source", help="the record (<stem>.mrec or <stem>.mrec.zip)")
+    push.add_argument(
+        "source",
+        help="the record (<stem>.mrec or <stem>.mrec.zip), or a collection (<stem>.mrec.lmdb):"
+        " published compacted as one object plus <name>.mrec.lmdb.manifest.json",
+    )
     push.add_argument("url", help="where records live, e.g. s3://bucket/lab")
     push.add_argument("--name", help="the record's name there (default: its stem)")
     pull = commands.add_parser("pull", help="copy a record from a store to a local path")

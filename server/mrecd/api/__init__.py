@@ -22,6 +22,7 @@ from ._collection import (
 from ._protocols import FrameSlice, TrajectoryLike
 from ._record import StoredRecord, create_record, open_record, pack_record
 from ._runsurface import HostMetrics, host_metric_stems, open_host_metrics
+from ._snapshots import SnapshotCollection, publish_collection
 from ._trajectory import Appended, Producer, Trajectory
 from ._validate import validate_record
 from ._violations import Violation
@@ -39,6 +40,7 @@ __all__ = [
     "Offset",
     "Producer",
     "RecordOutOfRange",
+    "SnapshotCollection",
     "StoredRecord",
     "Suffix",
     "Trajectory",
@@ -55,5 +57,6 @@ __all__ = [
     "open_host_metrics",
     "open_record",
     "pack_record",
+    "publish_collection",
     "validate_record",
 ]
