@@ -572,6 +572,25 @@ def test_block_equality_covers_shape_targets_and_attributes() -> None:
     assert base.same_content(Block({"a": np.zeros(4)}, attributes={"k": 1}))
 
 
+@pytest.mark.parametrize("at", [0, 3, 4, 999])
+def test_same_values_sees_one_changed_bit_anywhere(at: int) -> None:
+    """The carry-forward comparison looks at the first rows first, then at every row."""
+    values = np.linspace(0.0, 1.0, 1000)
+    other = values.copy()
+    other[at] = -0.0 if values[at] == 0.0 else np.nextafter(values[at], 2.0)
+    assert not Column(values).same_values(Column(other))
+    assert Column(values).same_values(Column(values.copy()))
+
+
+def test_same_values_is_bitwise_for_nan_and_signed_zero() -> None:
+    nan = np.full(10, np.nan)
+    assert Column(nan).same_values(Column(nan.copy()))
+    zeros = np.zeros(10)
+    signed = zeros.copy()
+    signed[7] = -0.0
+    assert not Column(zeros).same_values(Column(signed))
+
+
 def test_rows_and_select_are_views_that_keep_targets() -> None:
     block = members({"atom": "atoms", "ibead": "atoms"})
     part = block.rows(1, 2)

@@ -604,3 +604,49 @@ def test_a_commit_whose_marker_changed_meanwhile_is_refused_and_invisible(root: 
     after = json.loads(marker.read_text())["attributes"]
     assert after["rogue"] is True and after["nstep"] == 1
     assert len(open_trajectory(root)) == 1
+
+
+def _durable_run(root: Path, monkeypatch: pytest.MonkeyPatch, fail: str | None) -> list[str]:
+    """Append 3 frames and close, recording each array's fsync and the marker's publication."""
+    from mrecd.bindings.zarr import _trajectory_write
+
+    events: list[str] = []
+    real_sync, real_publish = _shard.ArrayAppender.sync, _trajectory_write.TrajectoryWriter._publish
+
+    def sync(self: Any) -> None:
+        if self.path.key.endswith(fail or "\0"):
+            raise OSError(5, "injected fsync failure")
+        real_sync(self)
+        events.append(f"sync {self.path.key.rsplit('/', 1)[-1]}")
+
+    def publish(self: Any, marker: Any, document: Any, *, durable: bool) -> None:
+        events.append(f"publish durable={durable}")
+        real_publish(self, marker, document, durable=durable)
+
+    monkeypatch.setattr(_shard.ArrayAppender, "sync", sync)
+    monkeypatch.setattr(_trajectory_write.TrajectoryWriter, "_publish", publish)
+    create_trajectory(root, xyz_declaration(1e-3))
+    traj = open_trajectory(root)
+    for step in range(3):
+        traj.append(frame(step, blocks={"atoms": atoms(4, step)}))
+    try:
+        traj.close()
+    finally:
+        monkeypatch.undo()
+    return events
+
+
+def test_a_durable_commit_publishes_after_every_array_synced(root: Path, monkeypatch: Any) -> None:
+    """The arrays' fsyncs run at once (a pool), and the marker waits for all of them."""
+    events = _durable_run(root, monkeypatch, fail=None)
+    assert events[-1] == "publish durable=True"
+    synced = {e for e in events[:-1] if e.startswith("sync")}
+    assert {"sync x", "sync y", "sync z"} <= synced
+    assert "publish durable=True" not in events[:-1]
+    assert [f.step for f in open_trajectory(root)] == [0, 1, 2]
+
+
+def test_a_failed_fsync_publishes_nothing(root: Path, monkeypatch: Any) -> None:
+    with pytest.raises(OSError, match="injected fsync failure"):
+        _durable_run(root, monkeypatch, fail="atoms/y")
+    assert len(open_trajectory(root)) == 0  # the marker still says nstep 0

@@ -1,0 +1,73 @@
+"""The inner chunk pipeline of the fast path: reused zstd contexts, the C unshuffle."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import google_crc32c
+import numpy as np
+import pytest
+import zstandard
+from numcodecs import Shuffle, Zstd
+
+from mrecd import quantize
+from mrecd.bindings.zarr._codecs import inner_codecs
+from mrecd.bindings.zarr._shard import ChunkCodec
+from mrecd.errors import InvalidRecord
+
+ROWS = 3000
+
+
+def _codec() -> ChunkCodec:
+    return ChunkCodec("f64", (ROWS,), inner_codecs("f64", precision=1e-3))
+
+
+def _chunk(seed: int) -> np.ndarray:
+    return quantize(np.random.default_rng(seed).uniform(0, 40, ROWS), 1e-3)
+
+
+def _with_crc(payload: bytes) -> bytes:
+    return payload + int(google_crc32c.value(payload)).to_bytes(4, "little")
+
+
+def test_chunks_round_trip_and_numcodecs_reads_them() -> None:
+    codec = _codec()
+    values = _chunk(0)
+    encoded = codec.encode(values)
+    assert np.array_equal(codec.decode(encoded), values)
+    # the same bytes through numcodecs' own codecs (what zarr-python runs)
+    raw = Shuffle(8).decode(Zstd().decode(encoded[:-4]))
+    assert np.array_equal(np.frombuffer(raw, dtype="<f8"), values)
+
+
+def test_a_frame_without_its_content_size_decodes() -> None:
+    """Other writers may stream zstd frames whose header leaves the size out."""
+    values = _chunk(1)
+    shuffled = values.view(np.uint8).reshape(-1, 8).T.tobytes()
+    frame = zstandard.ZstdCompressor(level=3, write_content_size=False).compress(shuffled)
+    assert zstandard.frame_content_size(frame) == -1
+    assert np.array_equal(_codec().decode(_with_crc(frame)), values)
+
+
+def test_bytes_that_are_no_zstd_frame_are_refused_as_a_damaged_chunk() -> None:
+    with pytest.raises(InvalidRecord, match="does not decompress") as caught:
+        _codec().decode(_with_crc(b"\x00" * 64), where="atoms/x[chunk 3]")
+    assert caught.value.path == "atoms/x[chunk 3]"
+
+
+def test_a_frame_longer_than_the_chunk_is_refused() -> None:
+    big = zstandard.ZstdCompressor(level=3, write_content_size=False).compress(b"\x01" * 30000)
+    with pytest.raises(InvalidRecord, match="does not decompress"):
+        _codec().decode(_with_crc(big))
+
+
+def test_threads_encoding_and_decoding_at_once_agree_with_one_thread() -> None:
+    """Each thread has its own zstd contexts: concurrent use never mixes their state."""
+    codec = _codec()
+    chunks = [_chunk(seed) for seed in range(32)]
+    expected = [codec.encode(c) for c in chunks]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        encoded = list(pool.map(codec.encode, chunks * 4))
+        decoded = list(pool.map(codec.decode, encoded))
+    assert encoded == expected * 4
+    assert all(np.array_equal(d, c) for d, c in zip(decoded, chunks * 4, strict=True))
