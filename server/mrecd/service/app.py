@@ -16,7 +16,7 @@ from ._packs import Packs
 from ._runs import Runs
 from .media import COMPRESSIBLE
 from .problems import add_problem_schema, install_handlers, problem_responses
-from .routes import ops, records, trajectory
+from .routes import ops, page, records, trajectory
 from .settings import Settings
 
 __all__ = ["create_app"]
@@ -65,6 +65,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     common = problem_responses(401, 403, 422, 500, 503)
     app.include_router(trajectory.router, prefix="/v1", responses=common)  # before /{section}
     app.include_router(records.router, prefix="/v1", responses=common)
+    page.install(app)  # public static files: the data calls carry the token
     _add_middleware(app)
     app.openapi = _with_problem_schema(app)  # type: ignore[method-assign]
     return app

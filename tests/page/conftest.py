@@ -1,0 +1,262 @@
+"""The page in a real browser: Debian's Chromium driven by Playwright, a real uvicorn, a live writer.
+
+The browser tests skip only when no Chromium (or no Playwright) is found and
+``CI`` is unset; under CI they fail instead, so a CI machine that lost its
+browser cannot pass by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+import pytest
+
+import mrecd
+from _uvicorn import serve_app
+from mrecd.codecs import encode_frame
+from mrecd.service import Settings, create_app
+
+#: Chromium flags: no sandbox (root in a container), and no background traffic
+#: (without these Chromium floods a closed network with update and sync calls)
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+FRAMES = "application/x-mrec-frames"
+BIG_ATOMS = 3000
+BIG_FRAMES = 24
+#: where the screenshots go (the README's come from a run with MRECD_SCREENSHOTS_TO_DOCS=1)
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def chromium_path() -> str | None:
+    """The machine's Chromium: ``MRECD_CHROMIUM``, else ``chromium`` on PATH, else None."""
+    explicit = os.environ.get("MRECD_CHROMIUM")
+    if explicit:
+        return explicit if os.access(explicit, os.X_OK) else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason}; CI is set, so the browser tests fail rather than skip")
+    pytest.skip(f"{reason} (install it: apt-get install -y chromium; CI=true makes this fail)")
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """A headless Chromium for the session (Playwright, the machine's own binary)."""
+    executable = chromium_path()
+    if executable is None:
+        _unavailable("no chromium found on PATH")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("the playwright package is not installed")
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+def frame(step: int, n: int, *, box: bool = True, seed: int | None = None) -> mrecd.Frame:
+    """A frame of ``n`` atoms with pe, ke, temperature, step, time and (by default) a cubic box."""
+    rng = np.random.default_rng(step if seed is None else seed)
+    xyz = {c: rng.uniform(0.0, 30.0, n) for c in "xyz"}
+    meta = {
+        "pe": float(-100.0 - 0.01 * step + np.sin(step / 7.0)),
+        "ke": float(40.0 + np.cos(step / 5.0)),
+        "temperature": float(300.0 + 3.0 * np.sin(step / 3.0)),
+    }
+    return mrecd.Frame(
+        {"atoms": xyz},
+        meta=meta,
+        step=step,
+        time=0.002 * step,
+        box=np.eye(3) * 30.0 if box else None,
+    )
+
+
+def frames_body(frames: list[mrecd.Frame]) -> bytes:
+    """``application/x-mrec-frames``: each MRF1 frame preceded by its u64 LE length."""
+    out = bytearray()
+    for f in frames:
+        data = encode_frame(f, meta_types=True)
+        out += len(data).to_bytes(8, "little") + data
+    return bytes(out)
+
+
+def system(n: int) -> dict[str, Any]:
+    """A system section of ``n`` atoms: water-like O, H, H elements (JSON form)."""
+    elements = np.array(["O", "H", "H"] * (n // 3) + ["C"] * (n % 3))
+    return mrecd.Frame({"atoms": {"element": elements}}).to_dict()
+
+
+@dataclass
+class LiveWriter:
+    """A producer POSTing one frame at a time to a run, as a simulation would."""
+
+    url: str
+    name: str
+    atoms: int = 30
+    period: float = 0.15
+    headers: dict[str, str] = field(default_factory=dict)
+    nstep: int = 0
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self, first: int) -> None:
+        self.nstep = first
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        with httpx.Client(base_url=self.url, headers=self.headers, timeout=10) as client:
+            while not self._stop.wait(self.period):
+                body = frames_body([frame(10 * self.nstep, self.atoms)])
+                r = client.post(
+                    f"/v1/records/{self.name}/trajectory/frames",
+                    content=body,
+                    headers={"Content-Type": FRAMES},
+                )
+                r.raise_for_status()
+                self.nstep = int(r.json()["nstep"])
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+
+
+@dataclass
+class Site:
+    """The server under test: its URL, the live writer, the 3000-atom record's name."""
+
+    url: str
+    writer: LiveWriter
+    big: str
+    token: str | None
+
+
+def populate(url: str, headers: dict[str, str]) -> None:
+    """A closed run ``md-done``, the big record and the start of the live run ``md-live``."""
+    with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
+        for name, atoms, count in (("md-done", 30, 40), ("md-live", 30, 20)):
+            r = client.put(f"/v1/records/{name}", json={"system": system(atoms)})
+            assert r.status_code == 201, r.text
+            body = frames_body([frame(10 * s, atoms) for s in range(count)])
+            r = client.post(
+                f"/v1/records/{name}/trajectory/frames",
+                content=body,
+                headers={"Content-Type": FRAMES},
+            )
+            assert r.status_code == 200, r.text
+        r = client.put("/v1/records/big-3000", json={"system": system(BIG_ATOMS)})
+        assert r.status_code == 201, r.text
+        for start in range(0, BIG_FRAMES, 8):
+            body = frames_body([frame(s, BIG_ATOMS) for s in range(start, start + 8)])
+            r = client.post(
+                "/v1/records/big-3000/trajectory/frames",
+                content=body,
+                headers={"Content-Type": FRAMES},
+            )
+            assert r.status_code == 200, r.text
+
+
+def _site(tmp: Path, **settings: Any) -> Iterator[Site]:
+    token = None
+    headers: dict[str, str] = {}
+    if "tokens" in settings:
+        token = settings["tokens"][0]["token"]
+        headers = {"Authorization": f"Bearer {token}"}
+    app = create_app(Settings(store=str(tmp / "data"), events_poll_seconds=0.05, **settings))
+    with serve_app(app) as url:
+        populate(url, headers)
+        writer = LiveWriter(url, "md-live", headers=headers)
+        writer.start(first=20)
+        try:
+            yield Site(url, writer, "big-3000", token)
+        finally:
+            writer.stop()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """A real server (open, no tokens) with two runs, one growing, and a 3000-atom record."""
+    yield from _site(tmp_path_factory.mktemp("site"))
+
+
+@pytest.fixture(scope="module")
+def guarded_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    """The same, with a read/append token required."""
+    tokens = [{"token": "s3cret-page-token", "scope": "append"}]
+    yield from _site(tmp_path_factory.mktemp("guarded"), tokens=tokens)
+
+
+@dataclass
+class Watched:
+    """A browser page with what it logged: console errors, uncaught errors, requests."""
+
+    page: Any
+    errors: list[str]
+    requests: list[Any]
+    allowed: list[Callable[[str], bool]]
+
+    def requested(self, fragment: str) -> list[str]:
+        """URLs requested so far that contain ``fragment``."""
+        return [r.url for r in self.requests if fragment in r.url]
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Watched]:
+    """A fresh browser context and page; no console error may be logged during the test."""
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    tab = context.new_page()
+    watched = Watched(tab, [], [], [])
+    tab.on("console", lambda m: m.type == "error" and watched.errors.append(m.text))
+    tab.on("pageerror", lambda e: watched.errors.append(f"uncaught: {e}"))
+    tab.on("request", lambda r: watched.requests.append(r))
+    yield watched
+    context.close()
+    unexpected = [e for e in watched.errors if not any(ok(e) for ok in watched.allowed)]
+    assert not unexpected, f"console errors: {unexpected}"
+
+
+@pytest.fixture(scope="session")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Any, str], Path]:
+    """``shots(page, name)``: a screenshot in a temporary folder (and docs/ when asked)."""
+    folder = tmp_path_factory.mktemp("screenshots")
+
+    def take(tab: Any, name: str) -> Path:
+        path = folder / f"{name}.png"
+        tab.screenshot(path=str(path))
+        if os.environ.get("MRECD_SCREENSHOTS_TO_DOCS"):
+            DOCS.mkdir(exist_ok=True)
+            shutil.copy(path, DOCS / f"page-{name}.png")
+        return path
+
+    return take
+
+
+def wait_until(predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Poll ``predicate`` until true (fail after ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(0.05)
