@@ -1,4 +1,4 @@
-"""The page in a real browser: Debian's Chromium driven by Playwright, a real uvicorn, a live writer.
+"""The page in a real browser: Debian's Chromium driven by Playwright, a real uvicorn, a writer.
 
 The browser tests skip only when no Chromium (or no Playwright) is found and
 ``CI`` is unset; under CI they fail instead, so a CI machine that lost its
@@ -52,8 +52,12 @@ def chromium_path() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+def _under_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
 def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
+    if _under_ci():
         pytest.fail(f"{reason}; CI is set, so the browser tests fail rather than skip")
     pytest.skip(f"{reason} (install it: apt-get install -y chromium; CI=true makes this fail)")
 
@@ -153,40 +157,54 @@ class Site:
     token: str | None
 
 
-def populate(url: str, headers: dict[str, str]) -> None:
-    """A closed run ``md-done``, the big record and the start of the live run ``md-live``."""
+#: commits younger than this make a record live in its summary (short, so md-done is closed)
+LIVE_SECONDS = 2.0
+
+
+def post_frames(client: httpx.Client, name: str, frames: list[mrecd.Frame]) -> None:
+    """POST ``frames`` to record ``name`` in one request."""
+    r = client.post(
+        f"/v1/records/{name}/trajectory/frames",
+        content=frames_body(frames),
+        headers={"Content-Type": FRAMES},
+    )
+    assert r.status_code == 200, r.text
+
+
+def populate(url: str, headers: dict[str, str], *, big: bool = True) -> None:
+    """A finished run ``md-done``, the 3000-atom record and the start of the live run ``md-live``.
+
+    Returns once ``md-done`` is older than :data:`LIVE_SECONDS` (closed).
+    """
     with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
-        for name, atoms, count in (("md-done", 30, 40), ("md-live", 30, 20)):
+        names = [("md-done", 30), ("big-3000", BIG_ATOMS), ("md-live", 30)]
+        for name, atoms in names if big else [names[0], names[2]]:
             r = client.put(f"/v1/records/{name}", json={"system": system(atoms)})
             assert r.status_code == 201, r.text
-            body = frames_body([frame(10 * s, atoms) for s in range(count)])
-            r = client.post(
-                f"/v1/records/{name}/trajectory/frames",
-                content=body,
-                headers={"Content-Type": FRAMES},
-            )
-            assert r.status_code == 200, r.text
-        r = client.put("/v1/records/big-3000", json={"system": system(BIG_ATOMS)})
-        assert r.status_code == 201, r.text
-        for start in range(0, BIG_FRAMES, 8):
-            body = frames_body([frame(s, BIG_ATOMS) for s in range(start, start + 8)])
-            r = client.post(
-                "/v1/records/big-3000/trajectory/frames",
-                content=body,
-                headers={"Content-Type": FRAMES},
-            )
-            assert r.status_code == 200, r.text
+        post_frames(client, "md-done", [frame(10 * s, 30) for s in range(40)])
+        done = time.monotonic()
+        for start in range(0, BIG_FRAMES if big else 0, 8):
+            post_frames(client, "big-3000", [frame(s, BIG_ATOMS) for s in range(start, start + 8)])
+        post_frames(client, "md-live", [frame(10 * s, 30) for s in range(20)])
+    time.sleep(max(0.0, LIVE_SECONDS + 0.5 - (time.monotonic() - done)))
 
 
-def _site(tmp: Path, **settings: Any) -> Iterator[Site]:
+def _site(tmp: Path, *, big: bool = True, **settings: Any) -> Iterator[Site]:
     token = None
     headers: dict[str, str] = {}
     if "tokens" in settings:
         token = settings["tokens"][0]["token"]
         headers = {"Authorization": f"Bearer {token}"}
-    app = create_app(Settings(store=str(tmp / "data"), events_poll_seconds=0.05, **settings))
+    app = create_app(
+        Settings(
+            store=str(tmp / "data"),
+            events_poll_seconds=0.05,
+            live_seconds=LIVE_SECONDS,
+            **settings,
+        )
+    )
     with serve_app(app) as url:
-        populate(url, headers)
+        populate(url, headers, big=big)
         writer = LiveWriter(url, "md-live", headers=headers)
         writer.start(first=20)
         try:
@@ -205,7 +223,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 def guarded_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """The same, with a read/append token required."""
     tokens = [{"token": "s3cret-page-token", "scope": "append"}]
-    yield from _site(tmp_path_factory.mktemp("guarded"), tokens=tokens)
+    yield from _site(tmp_path_factory.mktemp("guarded"), big=False, tokens=tokens)
 
 
 @dataclass

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gzip
 import re
 import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from .conftest import BIG_ATOMS, BIG_FRAMES, Site, Watched
@@ -21,7 +23,11 @@ def test_records_list_shows_the_runs_and_follows_the_live_one(
     live = tab.locator('tr[data-name="md-live"]')
     live.locator("td.live").wait_for()
     done = tab.locator('tr[data-name="md-done"]')
+    done.locator("td.closed").wait_for()
     assert done.locator("td").nth(1).inner_text() == "40"
+    assert done.locator("td").nth(2).inner_text() == "390"  # last step
+    assert done.locator("td").nth(3).inner_text() == "0.78"  # last time
+    assert "KiB" in done.locator("td").nth(4).inner_text()
     first = int(live.locator("td").nth(1).inner_text())
     assert first >= 20
     # the events stream moves the count on without a reload
@@ -65,7 +71,9 @@ def test_run_view_plots_each_series_and_grows_as_frames_commit(
     tab.mouse.move(box["x"] + box["width"] * 0.6, box["y"] + 20, steps=5)
     tab.mouse.up()
     ranges = tab.evaluate("window.mrecdPlots.map(p => [p.scales.x.min, p.scales.x.max])")
-    full = tab.evaluate("(() => { const d = window.mrecdPlots[0].data[0]; return [d[0], d.at(-1)] })()")
+    full = tab.evaluate(
+        "(() => { const d = window.mrecdPlots[0].data[0]; return [d[0], d.at(-1)] })()"
+    )
     assert ranges[0][0] > full[0] and ranges[0][1] < full[1]
     assert all(r == pytest.approx(ranges[0]) for r in ranges)
     # the axis switch plots against time (0.002 per step of 10 here)
@@ -75,21 +83,21 @@ def test_run_view_plots_each_series_and_grows_as_frames_commit(
     assert xs == pytest.approx([0.0, 0.02, 0.04])
 
 
-def _drawn_after_input(tab: Any, i: int) -> float:
-    """Move the slider to ``i``; milliseconds from the input event to frame ``i`` drawn."""
-    return float(
-        tab.evaluate(
-            """i => new Promise(resolve => {
+def _drawn_after_input(tab: Any, i: int) -> tuple[float, float]:
+    """Move the slider to ``i``; ms from the input event to frame ``i`` fetched, and drawn."""
+    fetched, drawn = tab.evaluate(
+        """i => new Promise(resolve => {
                  const slider = document.getElementById('slider');
                  const done = e => { if (e.detail.index === i) {
-                   window.removeEventListener('frame-drawn', done); resolve(e.detail.ms); } };
+                   window.removeEventListener('frame-drawn', done);
+                   resolve([e.detail.fetchMs, e.detail.ms]); } };
                  window.addEventListener('frame-drawn', done);
                  slider.value = String(i);
                  slider.dispatchEvent(new Event('input'));
                })""",
-            i,
-        )
+        i,
     )
+    return float(fetched), float(drawn)
 
 
 def test_frame_slider_fetches_only_the_frame_asked_for(
@@ -112,9 +120,43 @@ def test_frame_slider_fetches_only_the_frame_asked_for(
     assert tab.evaluate("location.hash") == f"#/records/{site.big}/frames/7"
     # the cell: the frame facts show the 30 Å cubic box the writer sent
     assert "(30, 0, 0)" in tab.locator("#facts").inner_text()
-    timings = [_drawn_after_input(tab, i) for i in (3, 17, 9, 22, 1, 12, 20, 5, 14, 8, 19, 2)]
+    moves = [_drawn_after_input(tab, i) for i in (3, 17, 9, 22, 1, 12, 20, 5, 14, 8, 19, 2)]
+    fetched = statistics.median(m[0] for m in moves)
+    timings = [m[1] for m in moves]
     median = statistics.median(timings)
     with capsys.disabled():
-        print(f"\nframe slider, {BIG_ATOMS} atoms: median input -> drawn {median:.1f} ms "
-              f"over {len(timings)} moves (min {min(timings):.1f}, max {max(timings):.1f})")
+        print(
+            f"\nframe slider, {BIG_ATOMS} atoms: median input -> drawn {median:.1f} ms over "
+            f"{len(timings)} moves (min {min(timings):.1f}, max {max(timings):.1f}); "
+            f"of which fetched and decoded {fetched:.1f} ms"
+        )
     assert median < 2000
+
+
+def _gzip_size(url: str) -> int:
+    return len(gzip.compress(httpx.get(url).content, compresslevel=9))
+
+
+def test_first_load_javascript_is_small(
+    site: Site, page: Watched, capsys: pytest.CaptureFixture[str]
+) -> None:
+    tab = page.page
+    tab.goto(site.url + "/")
+    tab.locator('tr[data-name="md-done"] td.closed').wait_for()
+    first = sorted({r.url for r in page.requests if r.resource_type == "script"})
+    assert not any("3Dmol" in url for url in first), "the viewer loads with the frame view only"
+    assert all(url.startswith(site.url + "/static/") for url in first), "no CDN"
+    first_gz = sum(_gzip_size(url) for url in first)
+    tab.goto(f"{site.url}/#/records/{site.big}/frames/0")
+    tab.wait_for_selector('#molecule[data-drawn="0"]', timeout=20000)
+    every = sorted({r.url for r in page.requests if r.resource_type == "script"})
+    viewer = [url for url in every if url not in first]
+    assert any("3Dmol" in url for url in viewer)
+    every_gz = first_gz + sum(_gzip_size(url) for url in viewer)
+    with capsys.disabled():
+        print(
+            f"\nJavaScript, gzip -9: first load {first_gz / 1024:.1f} KiB in {len(first)} files; "
+            f"with the molecule viewer {every_gz / 1024:.1f} KiB"
+        )
+    assert first_gz < 300 * 1024
+    assert every_gz < 300 * 1024

@@ -7,7 +7,7 @@ import math
 import os
 import time
 from datetime import UTC, datetime
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -198,8 +198,17 @@ def _tags(header: str) -> list[str]:
 
 
 @router.get("/records/{name}", responses={200: json_example(SUMMARY), **problem_responses(404)})
-async def record_summary(name: str, runs: RunsDep, _: Read) -> dict[str, Any]:
-    """Sections present, ``nstep`` and the trajectory declaration of record ``name``."""
+async def record_summary(
+    name: str, runs: RunsDep, settings: SettingsDep, _: Read
+) -> dict[str, Any]:
+    """Sections present, ``nstep``, the trajectory declaration and progress of record ``name``.
+
+    ``last_step`` and ``last_time`` are those of the last committed frame;
+    on a file system store, ``size`` is the record's bytes on disk,
+    ``updated`` its last write and ``live`` whether that is younger than the
+    server's ``live_seconds`` (``null`` on object storage, where they would
+    cost a listing).
+    """
     record = await runs.record(name)
 
     def summary() -> dict[str, Any]:
@@ -213,14 +222,10 @@ async def record_summary(name: str, runs: RunsDep, _: Read) -> dict[str, Any]:
             "declaration": None if declaration is None else declaration.to_dict(),
             "read_only": record.read_only,
             **_last_frame(traj, nstep),
-            **_on_disk(record.local_path),
+            **_on_disk(record.local_path, settings.live_seconds),
         }
 
     return await blocking(summary)
-
-
-#: a record whose last commit is younger than this is shown as live (the page, dashboards)
-LIVE_SECONDS: Final = 60.0
 
 
 def _last_frame(traj: api.Trajectory | None, nstep: int) -> dict[str, Any]:
@@ -235,8 +240,8 @@ def _last_frame(traj: api.Trajectory | None, nstep: int) -> dict[str, Any]:
     }
 
 
-def _on_disk(path: str | None) -> dict[str, Any]:
-    """``size`` (bytes), ``updated`` (last commit, ISO 8601 UTC) and ``live`` of a local record.
+def _on_disk(path: str | None, live_seconds: float) -> dict[str, Any]:
+    """``size`` (bytes), ``updated`` (last write, ISO 8601 UTC) and ``live`` of a local record.
 
     All three are ``None`` off the file system, where they would cost a listing.
     """
@@ -252,7 +257,7 @@ def _on_disk(path: str | None) -> dict[str, Any]:
                 stat = os.stat(os.path.join(root, file))
                 size += stat.st_size
                 updated = max(updated, stat.st_mtime)
-    live = time.time() - updated < LIVE_SECONDS
+    live = time.time() - updated < live_seconds
     return {"size": size, "updated": _iso(updated) if updated else None, "live": live}
 
 

@@ -24,7 +24,7 @@ export function bytes(n) {
 
 export function num(value) {
   if (value === null || value === undefined) return "–";
-  if (typeof value === "number" && !Number.isInteger(value)) return value.toPrecision(6);
+  if (typeof value === "number" && !Number.isInteger(value)) return String(Number(value.toPrecision(6)));
   return String(value);
 }
 

@@ -38,6 +38,7 @@ export async function showFrames({ root, signal }, source, index) {
     try {
       const response = await request(source.frame(i), { accept: FRAME, signal: mine.signal });
       const frame = decodeFrame(await response.arrayBuffer());
+      const fetched = performance.now();
       const atoms = frame.blocks.atoms?.columns ?? {};
       if (!atoms.x || !atoms.y || !atoms.z) throw new Error(`frame ${i} has no atoms x, y, z`);
       view.show({ ...atoms, elements: elementsOf(atoms) ?? systemElements }, frame.box);
@@ -47,7 +48,7 @@ export async function showFrames({ root, signal }, source, index) {
       requestAnimationFrame(() => {
         molecule.dataset.drawn = String(i);
         window.dispatchEvent(new CustomEvent("frame-drawn", {
-          detail: { index: i, ms: performance.now() - startedAt },
+          detail: { index: i, ms: performance.now() - startedAt, fetchMs: fetched - startedAt },
         }));
       });
     } catch (error) {

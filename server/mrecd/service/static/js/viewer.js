@@ -14,8 +14,12 @@ const SYMBOLS = ("X H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V C
 /** Element symbols of an atoms block: its `element` column, else `atomic_number`, else null. */
 export function elementsOf(columns) {
   if (!columns) return null;
-  if (Array.isArray(columns.element)) return columns.element;
-  if (columns.atomic_number) return Array.from(columns.atomic_number, (z) => SYMBOLS[Number(z)] ?? "X");
+  // MRF1 columns are arrays; JSON columns are {dtype, shape, values}
+  const values = (column) => (column && !ArrayBuffer.isView(column) && !Array.isArray(column) ? column.values : column);
+  const element = values(columns.element);
+  if (Array.isArray(element)) return element;
+  const z = values(columns.atomic_number);
+  if (z) return Array.from(z, (n) => SYMBOLS[Number(n)] ?? "X");
   return null;
 }
 
