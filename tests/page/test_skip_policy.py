@@ -16,7 +16,7 @@ def test_a_missing_chromium_is_not_found(monkeypatch: pytest.MonkeyPatch, tmp_pa
 
 def test_without_ci_the_browser_tests_skip_and_say_why(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CI", raising=False)
-    with pytest.raises(pytest.skip.Exception, match="no chromium found.*apt-get install"):
+    with pytest.raises(pytest.skip.Exception, match=r"no chromium found.*apt-get install"):
         _unavailable("no chromium found on PATH")
 
 
