@@ -29,17 +29,21 @@ Example
 """
 
 from ._async import AsyncClient, AsyncRemoteFrameSlice, AsyncRemoteRecord, AsyncRemoteTrajectory
+from ._async_collections import AsyncRemoteCollection
 from ._core import Appended, Producer, RetryPolicy
 from ._sync import Client, RemoteFrameSlice, RemoteRecord, RemoteTrajectory
+from ._sync_collections import RemoteCollection
 
 __all__ = [
     "Appended",
     "AsyncClient",
+    "AsyncRemoteCollection",
     "AsyncRemoteFrameSlice",
     "AsyncRemoteRecord",
     "AsyncRemoteTrajectory",
     "Client",
     "Producer",
+    "RemoteCollection",
     "RemoteFrameSlice",
     "RemoteRecord",
     "RemoteTrajectory",

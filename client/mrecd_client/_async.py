@@ -23,6 +23,7 @@ from mrecd.errors import InvalidRecord, NotFound, ReadOnlyError, SequenceGap
 from mrecd.forcefield import ForceField
 from mrecd.model import Declaration, Frame
 
+from ._async_collections import AsyncCollectionsMixin
 from ._core import (
     Appended,
     Batch,
@@ -47,7 +48,7 @@ __all__ = ["AsyncClient", "AsyncRemoteFrameSlice", "AsyncRemoteRecord", "AsyncRe
 Mode = Literal["r", "r+"]
 
 
-class AsyncClient:
+class AsyncClient(AsyncCollectionsMixin):
     """The asyncio twin of :class:`~mrecd_client.Client`: the same names, awaited.
 
     Parameters are those of :class:`~mrecd_client.Client` (``transport`` is an

@@ -39,6 +39,7 @@ from ._core import (
     resolve,
     transport_failure,
 )
+from ._sync_collections import CollectionsMixin
 from ._wire import FrameStreamDecoder, Wire
 
 __all__ = ["Client", "RemoteFrameSlice", "RemoteRecord", "RemoteTrajectory"]
@@ -56,7 +57,7 @@ def _policy(retries: int | RetryPolicy) -> RetryPolicy:
     return RetryPolicy(attempts=retries + 1)
 
 
-class Client:
+class Client(CollectionsMixin):
     """A catalog of records served by ``mrecd serve``: the remote twin of :class:`mrecd.Catalog`.
 
     Parameters

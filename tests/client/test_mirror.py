@@ -19,13 +19,15 @@ from typing import Any
 
 import pytest
 
-from mrecd.api import Catalog, FrameSlice, StoredRecord, Trajectory
+from mrecd.api import Catalog, Collection, FrameSlice, StoredRecord, Trajectory
 from mrecd_client import (
     AsyncClient,
+    AsyncRemoteCollection,
     AsyncRemoteFrameSlice,
     AsyncRemoteRecord,
     AsyncRemoteTrajectory,
     Client,
+    RemoteCollection,
     RemoteFrameSlice,
     RemoteRecord,
     RemoteTrajectory,
@@ -39,7 +41,17 @@ ASYNC_RENAMES = {
     "__aexit__": "__exit__",
 }
 
-COLLECTIONS = "collections over HTTP are a later issue (issue 12 covers records)"
+NO_COLLECTION_OVERWRITE = (
+    "no overwrite=: the service never replaces a collection (an operator deletes the file)"
+)
+NO_COLLECTION_DELETE = "no route deletes a collection: removing a training set is the operator's"
+OPERATOR = "compacting the LMDB file is the server operator's job (it holds the file)"
+NO_PATH = "a served collection has no local file: url names it"
+NAMED = "the collection's name and URL on the service (a local one is named by its path)"
+TO_DICT = (
+    "the logical JSON form needs the binding's interchange code; read_many(range(len(col)))"
+    " and index give the same content"
+)
 NO_RAW_KEYS = (
     "raw keys are served at /v1/records/{name}/zarr/{key} for any Zarr or HTTP client; the"
     " local signature takes mrecd.storage byte-range types, which the client must not import"
@@ -62,10 +74,8 @@ INTENDED_DIFFERENCES: dict[str, dict[str, str]] = {
         "key_info": NO_RAW_KEYS,
         "read_key": NO_RAW_KEYS,
         "pack": "packing is the server operator's job (mrecd pack); no route packs a record",
-        "create_collection": COLLECTIONS,
-        "collection": COLLECTIONS,
-        "collections": COLLECTIONS,
-        "delete_collection": COLLECTIONS,
+        "create_collection": NO_COLLECTION_OVERWRITE,
+        "delete_collection": NO_COLLECTION_DELETE,
         "close": "a client holds a connection pool to close; a catalog holds nothing",
         "__enter__": "a client is a context manager that closes its connection pool",
         "__exit__": "a client is a context manager that closes its connection pool",
@@ -98,10 +108,8 @@ INTENDED_DIFFERENCES: dict[str, dict[str, str]] = {
         "key_info": NO_RAW_KEYS,
         "read_key": NO_RAW_KEYS,
         "pack": "packing is the server operator's job (mrecd pack); no route packs a record",
-        "create_collection": COLLECTIONS,
-        "collection": COLLECTIONS,
-        "collections": COLLECTIONS,
-        "delete_collection": COLLECTIONS,
+        "create_collection": NO_COLLECTION_OVERWRITE,
+        "delete_collection": NO_COLLECTION_DELETE,
         "close": "an async client holds a connection pool to close (aclose)",
         "__enter__": "async with: closes the connection pool",
         "__exit__": "async with: closes the connection pool",
@@ -139,6 +147,24 @@ INTENDED_DIFFERENCES: dict[str, dict[str, str]] = {
         "index": "Sequence mixin of the sync class; an async sequence has no such mixin",
         "__contains__": "Sequence mixin of the sync class; 'in' cannot await",
     },
+    "Collection/RemoteCollection": {
+        "compact": OPERATOR,
+        "path": NO_PATH,
+        "to_dict": TO_DICT,
+        "name": NAMED,
+        "url": NAMED,
+    },
+    "Collection/AsyncRemoteCollection": {
+        "compact": OPERATOR,
+        "path": NO_PATH,
+        "to_dict": TO_DICT,
+        "name": NAMED,
+        "url": NAMED,
+        "index": AWAITED_PROPERTY,
+        "forcefield": AWAITED_PROPERTY,
+        "n_frames": AWAITED_PROPERTY,
+        "refresh": "len is the count last seen ('len' cannot await); refresh() asks the server",
+    },
     "FrameSlice/AsyncRemoteFrameSlice": {
         "count": "Sequence mixin of the sync class; an async sequence has no such mixin",
         "index": "Sequence mixin of the sync class; an async sequence has no such mixin",
@@ -155,6 +181,8 @@ PAIRS = [
     (StoredRecord, AsyncRemoteRecord),
     (Trajectory, AsyncRemoteTrajectory),
     (FrameSlice, AsyncRemoteFrameSlice),
+    (Collection, RemoteCollection),
+    (Collection, AsyncRemoteCollection),
 ]
 
 
@@ -207,12 +235,19 @@ def test_names_and_signatures_mirror_the_local_api(pair: tuple[type, type]) -> N
 
 @pytest.mark.parametrize(
     "pair",
-    [(RemoteTrajectory, AsyncRemoteTrajectory), (RemoteRecord, AsyncRemoteRecord)],
+    [
+        (RemoteTrajectory, AsyncRemoteTrajectory),
+        (RemoteRecord, AsyncRemoteRecord),
+        (RemoteCollection, AsyncRemoteCollection),
+    ],
     ids=lambda p: p[1].__name__,
 )
 def test_async_methods_are_coroutines_where_the_sync_ones_do_io(pair: tuple[type, type]) -> None:
     sync, async_ = pair
-    for name in ("read", "steps", "times", "series", "append", "extend", "flush", "refresh"):
+    for name in (
+        *("read", "steps", "times", "series", "append", "extend", "flush", "refresh"),
+        *("read_many", "create_collection", "collection", "collections"),
+    ):
         if hasattr(sync, name):
             assert inspect.iscoroutinefunction(getattr(async_, name)), name
             assert not inspect.iscoroutinefunction(getattr(sync, name)), name

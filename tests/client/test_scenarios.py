@@ -195,3 +195,99 @@ def test_a_record_without_trajectory_gets_one_from_its_first_frames(catalog: Any
     reread = catalog.record("static")
     assert reread.system == SYSTEM and [f.step for f in reread.trajectory] == [0, 1]
     reread.close()
+
+
+# -- collections -------------------------------------------------------------------------------
+
+UNITS = {"length": "angstrom", "energy": "kcal/mol"}
+
+
+def small_record(k: int, n_frames: int = 2) -> mrecd.Record:
+    """Record ``k``: a three-atom system and ``n_frames`` frames of x positions."""
+    trajectory = [
+        mrecd.Frame({"atoms": {"x": np.arange(3.0) + k + s}}, meta={"pe": -float(s)}, step=s)
+        for s in range(n_frames)
+    ]
+    system = mrecd.Frame({"atoms": {"element": np.array(["O", "H", "H"])}})
+    return mrecd.Record({"k": k}, system=system, trajectory=trajectory)
+
+
+def test_a_collection_grows_and_reads_back(catalog: Any) -> None:
+    columns = {"n_heavy": {"dtype": "i64"}}
+    with catalog.create_collection("qm", meta={"units": UNITS}, index_columns=columns) as col:
+        assert len(col) == 0 and col.declaration is None and col.mode == "r+"
+        assert col.append(small_record(0), index={"n_heavy": 0}) == 0
+        assert col.declaration is not None and set(col.declaration.blocks) == {"atoms"}
+        added = col.extend([small_record(k) for k in range(1, 6)], index={"n_heavy": [1] * 5})
+        assert added == range(1, 6)
+        assert col.extend([]) == range(6, 6)
+    assert "qm" in catalog.collections() and catalog.collections("x") == []
+    with catalog.collection("qm") as col:
+        assert len(col) == 6 and col.n_frames == 12 and col.mode == "r"
+        assert col.meta["units"] == UNITS and col.index_columns["n_heavy"]["dtype"] == "i64"
+        assert col.forcefield is None
+        index = col.index
+        assert index["first_frame"].values.tolist() == [0, 2, 4, 6, 8, 10]
+        assert index["n_heavy"].values.tolist() == [0, 1, 1, 1, 1, 1]
+        third = col[3]
+        assert third.meta == {"k": 3} and third.system == small_record(3).system
+        assert list(third.trajectory) == small_record(3).trajectory
+        assert col[-1].meta == {"k": 5}
+        many = col.read_many([5, 0, -3, 0])
+        assert [r.meta["k"] for r in many] == [5, 0, 3, 0]
+        assert list(many[0].trajectory) == small_record(5).trajectory
+        assert [r.meta["k"] for r in col[1:3]] == [1, 2]
+        assert [r.meta["k"] for r in col] == list(range(6))
+
+
+def test_batches_are_the_same_epoch_both_ways(catalog: Any) -> None:
+    with catalog.create_collection("loader", meta={"units": UNITS}) as col:
+        col.extend([small_record(k, 1 + k % 3) for k in range(10)])
+    with catalog.collection("loader") as col:
+        shuffled = [[r.meta["k"] for r in batch] for batch in col.batches(4, seed=7)]
+        order = np.random.default_rng(7).permutation(10).tolist()
+        assert shuffled == [order[0:4], order[4:8], order[8:10]]
+        plain = [[r.meta["k"] for r in b] for b in col.batches(3, shuffle=False, drop_last=True)]
+        assert plain == [[0, 1, 2], [3, 4, 5], [6, 7, 8]]
+        (batch,) = list(col.batches(10, seed=1))
+        assert sorted(r.meta["k"] for r in batch) == list(range(10))
+        assert all(
+            list(r.trajectory) == small_record(r.meta["k"], 1 + r.meta["k"] % 3).trajectory
+            for r in batch
+        )
+        with pytest.raises(ValueError, match="size"):
+            next(iter(col.batches(0)))
+
+
+def test_refusals_of_a_collection(catalog: Any) -> None:
+    with pytest.raises(mrecd.InvalidRecord):
+        catalog.create_collection("bad", meta={})  # no units
+    with pytest.raises(mrecd.InvalidRecord):
+        catalog.create_collection("../escape", meta={"units": UNITS})
+    with pytest.raises(mrecd.NotFound):
+        catalog.collection("absent")
+    assert catalog.collections() == []
+    col = catalog.create_collection("strict", meta={"units": UNITS})
+    col.append(small_record(0))
+    with pytest.raises(mrecd.AlreadyExists):
+        catalog.create_collection("strict", meta={"units": UNITS})
+    undeclared = mrecd.Record({}, trajectory=[mrecd.Frame({"ions": {"x": [1.0]}}, step=0)])
+    with pytest.raises(mrecd.InvalidRecord):
+        col.extend([small_record(1), undeclared])  # all or nothing
+    with pytest.raises(mrecd.InvalidRecord):
+        col.append(mrecd.Record({}, status={"state": "done"}))  # not a collection record
+    with pytest.raises(mrecd.InvalidRecord):
+        col.append(small_record(1), index={"nope": 1})
+    assert len(col) == 1
+    for r in (1, -2):
+        with pytest.raises(IndexError):
+            col[r]
+    with pytest.raises(mrecd.RecordOutOfRange):
+        col.read_many([0, 1])
+    with pytest.raises(TypeError):
+        col["0"]
+    with pytest.raises(ValueError, match="mode"):
+        catalog.collection("strict", "w")
+    col.close()
+    with catalog.collection("strict") as read_only, pytest.raises(mrecd.ReadOnlyError):
+        read_only.append(small_record(2))

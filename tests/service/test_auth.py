@@ -91,7 +91,7 @@ def test_no_tokens_is_open(client: TestClient) -> None:
 # -- every /v1 route, from the app itself: a route added later joins the matrix --------------
 
 #: placeholder values for path parameters other than the record name
-FILLS = {"i": "0", "key": "zarr.json", "section": "meta"}
+FILLS = {"i": "0", "r": "0", "key": "zarr.json", "section": "meta"}
 #: the scope each method needs
 NEEDS = {"GET": "read", "HEAD": "read", "PUT": "append", "POST": "append", "DELETE": "admin"}
 #: the scopes each token holds on its prefix ("lab-"), in the order read < append < admin

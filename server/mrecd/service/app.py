@@ -11,12 +11,13 @@ from fastapi import FastAPI
 from starlette_compress import CompressMiddleware, add_compress_type
 
 from .. import __version__, api
+from ._collections import Collections
 from ._metrics import ObserveRequests, ServiceMetrics
 from ._packs import Packs
 from ._runs import Runs
 from .media import COMPRESSIBLE
 from .problems import add_problem_schema, install_handlers, problem_responses
-from .routes import ops, page, records, trajectory
+from .routes import collections, ops, page, records, trajectory
 from .settings import Settings
 
 __all__ = ["create_app"]
@@ -45,9 +46,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         catalog = await to_thread.run_sync(api.open, settings.store)
         app.state.runs = Runs(catalog)
         app.state.packs = Packs(app.state.runs)
+        app.state.collections = Collections(catalog)
         try:
             yield
         finally:
+            await app.state.collections.aclose()
             await app.state.runs.aclose()
             app.state.packs.close()
 
@@ -65,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     common = problem_responses(401, 403, 422, 500, 503)
     app.include_router(trajectory.router, prefix="/v1", responses=common)  # before /{section}
     app.include_router(records.router, prefix="/v1", responses=common)
+    app.include_router(collections.router, prefix="/v1", responses=common)
     page.install(app)  # public static files: the data calls carry the token
     _add_middleware(app)
     app.openapi = _with_problem_schema(app)  # type: ignore[method-assign]
