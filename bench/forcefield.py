@@ -1,28 +1,45 @@
-"""Force-field lookups per second (forcefield.md §13) on a synthetic force field.
+"""Force-field lookups per second (forcefield.md §13) on a synthetic force field,
+locally and over HTTP.
 
 1,000 atom types, 5,000 bonded rows (1,500 bonds, 1,500 angles, 1,500 dihedrals
 with a quarter wildcard rows, 500 impropers) and a ``pair.lj/charmm`` table of
 1,000 self rows plus 500 cross rows. The floor is a plain ``dict`` probe per
 query, measured in the same run: the ratio is the cost of a whole answer
 (validation of the query, the row's values, the result object) over one probe.
+
+Over HTTP, ``mrecd serve`` (a uvicorn subprocess on 127.0.0.1) serves the
+force field as a record, and three ways of asking ``atom(type)`` are timed
+in one run: the client's cached ``ForceField`` (fetched once, lookups run
+locally), the same with a revalidation (``If-None-Match`` -> 304) before each
+lookup, and the lookup route ``GET …/forcefield/atoms/{type}`` (one request
+per lookup on a kept-alive connection).
 """
 
 from __future__ import annotations
 
 import random
+import tempfile
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+import httpx
 import numpy as np
 
+import mrecd
 from mrecd.forcefield import ForceField
 from mrecd.model import Block, Column
+from mrecd_client import Client
+
+from .service import free_port, spawn  # the service bench's server harness
 
 N_TYPES = 1_000
 N_BONDS, N_ANGLES, N_DIHEDRALS, N_IMPROPERS = 1_500, 1_500, 1_500, 500
 N_CROSS = 500
 QUERIES = 20_000
+HTTP_QUERIES = 1_000  # requests per HTTP row (each a round trip)
 
 
 def _strings(values: Sequence[str]) -> Column:
@@ -156,6 +173,51 @@ def main() -> None:
         rate = _rate(run, queries[key])
         print(f"| {label} | {rate:,.0f} | {1e6 / rate:.1f} | {floor / rate:,.0f}× |")
     print(f"| floor: `dict[name]` | {floor:,.0f} | {1e6 / floor:.3f} | 1× |")
+    _http(ff, queries["atom"])
+
+
+def _http(ff: ForceField, types: list[str]) -> None:
+    """``atom(type)`` over HTTP: cached client, revalidated client, lookup route, local."""
+    with tempfile.TemporaryDirectory() as tmp:
+        store = Path(tmp) / "data"
+        mrecd.open(store).create_record("synthetic", forcefield=ff).close()
+        port = free_port()
+        args = ["-m", "mrecd.cli", "serve", str(store), "--port", str(port)]
+        url = f"http://127.0.0.1:{port}"
+        with spawn(args, port, "/readyz", Path(tmp) / "serve.log"), Client(url) as client:
+            record = client.record("synthetic")
+            started = time.perf_counter()
+            cached = record.forcefield
+            fetched = time.perf_counter() - started
+            assert cached is not None and cached == ff
+            local_rate = _rate(ff.atom, types)
+            cached_rate = _rate(cached.atom, types)
+
+            def revalidated(t: str) -> Any:
+                remote = record.forcefield
+                assert remote is cached  # a 304: the object held
+                return remote.atom(t)
+
+            revalidated_rate = _rate(revalidated, types[:HTTP_QUERIES])
+            with httpx.Client(base_url=f"{url}/v1/records/synthetic/forcefield") as http:
+
+                def route(t: str) -> Any:
+                    response = http.get(f"/atoms/{quote(t, safe='')}")
+                    assert response.status_code == 200
+                    return response.content
+
+                route(types[0])  # builds the server's index
+                route_rate = _rate(route, types[:HTTP_QUERIES])
+    print(f"\nOver HTTP (`mrecd serve` subprocess; first fetch {fetched * 1e3:.0f} ms, MRF1):\n")
+    print("| `atom(type)` asked of | lookups/s | µs/lookup |")
+    print("|---|---:|---:|")
+    for label, rate in (
+        ("local `ForceField`", local_rate),
+        ("client's cached `ForceField` (`ff = rec.forcefield` once)", cached_rate),
+        ("client, `rec.forcefield` revalidated (304) per lookup", revalidated_rate),
+        ("lookup route `GET …/forcefield/atoms/{type}`", route_rate),
+    ):
+        print(f"| {label} | {rate:,.0f} | {1e6 / rate:.1f} |")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from ._core import (
     resolve,
     transport_failure,
 )
+from ._forcefield import afetch_forcefield
 from ._sync import GAP_RETRIES, _policy
 from ._wire import FrameStreamDecoder, Wire
 
@@ -282,9 +283,10 @@ class AsyncRemoteRecord:
         return value
 
     async def forcefield(self) -> ForceField | None:
-        """The ``forcefield`` section, or ``None``."""
-        value: ForceField | None = await self._load("forcefield")
-        return value
+        """The ``forcefield`` section, or ``None``: fetched once, then revalidated by ETag
+        on each call (a 304 returns the object held, lookups run locally)."""
+        client = self._client
+        return await afetch_forcefield(client._core, client._send, "records", self._name)
 
     @property
     def status(self) -> dict[str, Any] | None:

@@ -35,6 +35,7 @@ from mrecd.errors import (
 from mrecd.forcefield import ForceField
 from mrecd.model import TAG_LAYOUT, Declaration, Frame, numpy_dtype
 
+from ._forcefield import ForceFieldCache
 from ._wire import FRAME, FRAMES, JSON, NDJSON, Wire, decode_one, encode_frames
 
 __all__ = ["Appended", "Batch", "Core", "Pipeline", "Producer", "RetryPolicy", "Summary"]
@@ -390,6 +391,8 @@ class Core:
     token: str | None = None
     timeout: float = 30.0
     wire: Wire = "mrf1"
+    #: force fields fetched so far, revalidated by ETag (see ``_forcefield``)
+    forcefields: ForceFieldCache = field(default_factory=ForceFieldCache, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.url = self.url.rstrip("/")
@@ -616,8 +619,6 @@ class Core:
         self.check(response)
         if section in DOCUMENTS:
             return dict(self.json(response))
-        if section == "forcefield":
-            return ForceField.from_dict(self.json(response))
         return self.one_frame(response)
 
     def trajectory_state(self, response: httpx.Response) -> tuple[int, Declaration | None]:

@@ -39,6 +39,7 @@ from ._core import (
     resolve,
     transport_failure,
 )
+from ._forcefield import fetch_forcefield
 from ._sync_collections import CollectionsMixin
 from ._wire import FrameStreamDecoder, Wire
 
@@ -339,9 +340,10 @@ class RemoteRecord:
 
     @property
     def forcefield(self) -> ForceField | None:
-        """The ``forcefield`` section, or ``None``."""
-        value: ForceField | None = self._section("forcefield")
-        return value
+        """The ``forcefield`` section, or ``None``: fetched once, then revalidated by ETag
+        on each access (a 304 returns the object held, lookups run locally)."""
+        client = self._client
+        return fetch_forcefield(client._core, client._send, "records", self._name)
 
     @property
     def status(self) -> dict[str, Any] | None:

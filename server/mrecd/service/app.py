@@ -12,12 +12,13 @@ from starlette_compress import CompressMiddleware, add_compress_type
 
 from .. import __version__, api
 from ._collections import Collections
+from ._forcefields import ForceFields
 from ._metrics import ObserveRequests, ServiceMetrics
 from ._packs import Packs
 from ._runs import Runs
 from .media import COMPRESSIBLE
 from .problems import add_problem_schema, install_handlers, problem_responses
-from .routes import collections, ops, page, records, trajectory
+from .routes import collections, forcefield, ops, page, records, trajectory
 from .settings import Settings
 
 __all__ = ["create_app"]
@@ -47,6 +48,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.runs = Runs(catalog)
         app.state.packs = Packs(app.state.runs)
         app.state.collections = Collections(catalog)
+        app.state.forcefields = ForceFields(catalog)
         try:
             yield
         finally:
@@ -67,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # every /v1 route may refuse a token (401, 403), a name or parameter (422) or fail (500, 503)
     common = problem_responses(401, 403, 422, 500, 503)
     app.include_router(trajectory.router, prefix="/v1", responses=common)  # before /{section}
+    app.include_router(forcefield.router, prefix="/v1", responses=common)  # before /{section}
     app.include_router(records.router, prefix="/v1", responses=common)
     app.include_router(collections.router, prefix="/v1", responses=common)
     page.install(app)  # public static files: the data calls carry the token

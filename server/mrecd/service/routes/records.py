@@ -38,7 +38,8 @@ def _packs(request: Request) -> Packs:
 
 PacksDep = Annotated[Packs, Depends(_packs)]
 
-Section = Literal["meta", "system", "frame", "status", "method", "forcefield"]
+#: ``forcefield`` has its own routes (routes/forcefield.py): ETag, MRF1, lookups
+Section = Literal["meta", "system", "frame", "status", "method"]
 
 
 class RecordBody(BaseModel):
@@ -281,8 +282,6 @@ def _section(record: api.StoredRecord, section: Section) -> Frame | dict[str, An
     value: Any = getattr(record, section) if record.exists or section == "meta" else None
     if value is None:
         raise NotFound(f"record {record.name!r} has no {section} section", path=section)
-    if isinstance(value, ForceField):
-        return value.to_dict()
     if isinstance(value, Frame):
         return value
     return dict(value)
@@ -305,7 +304,7 @@ async def read_section(
     _: Read,
     accept: Annotated[str | None, Header()] = None,
 ) -> Response:
-    """One section: ``meta``, ``system``, ``frame``, ``status``, ``method`` or ``forcefield``.
+    """One section: ``meta``, ``system``, ``frame``, ``status`` or ``method``.
 
     Frame-shaped sections (``system``, ``frame``) are served as MRF1 or JSON by ``Accept``.
     """
