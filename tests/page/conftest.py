@@ -7,6 +7,7 @@ browser cannot pass by skipping.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import threading
@@ -42,6 +43,8 @@ BIG_ATOMS = 3000
 BIG_FRAMES = 24
 #: where the screenshots go (the README's come from a run with MRECD_SCREENSHOTS_TO_DOCS=1)
 DOCS = Path(__file__).resolve().parents[2] / "docs"
+TIP3P = Path(__file__).resolve().parents[1] / "fixtures/schema/core/forcefield/valid-tip3p.json"
+COLLECTION_RECORDS = 120
 
 
 def chromium_path() -> str | None:
@@ -178,15 +181,47 @@ def populate(url: str, headers: dict[str, str], *, big: bool = True) -> None:
     """
     with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
         names = [("md-done", 30), ("big-3000", BIG_ATOMS), ("md-live", 30)]
+        forcefield = json.loads(TIP3P.read_text())
         for name, atoms in names if big else [names[0], names[2]]:
-            r = client.put(f"/v1/records/{name}", json={"system": system(atoms)})
+            body = {
+                "system": system(atoms),
+                "forcefield": forcefield if name == "md-done" else None,
+            }
+            r = client.put(f"/v1/records/{name}", json=body)
             assert r.status_code == 201, r.text
         post_frames(client, "md-done", [frame(10 * s, 30) for s in range(40)])
         done = time.monotonic()
         for start in range(0, BIG_FRAMES if big else 0, 8):
             post_frames(client, "big-3000", [frame(s, BIG_ATOMS) for s in range(start, start + 8)])
         post_frames(client, "md-live", [frame(10 * s, 30) for s in range(20)])
+        if big:
+            populate_collection(client, forcefield)
     time.sleep(max(0.0, LIVE_SECONDS + 0.5 - (time.monotonic() - done)))
+
+
+def populate_collection(client: httpx.Client, forcefield: dict[str, Any]) -> None:
+    """Collection ``qm-set``: 120 small molecules of 3 to 9 atoms and 1 to 4 frames each."""
+    body = {
+        "meta": {"units": {"length": "angstrom", "energy": "kcal/mol"}},
+        "index_columns": {"n_heavy": {"dtype": "i64"}},
+        "forcefield": forcefield,
+    }
+    r = client.put("/v1/collections/qm-set", json=body)
+    assert r.status_code == 201, r.text
+    records = []
+    for k in range(COLLECTION_RECORDS):
+        atoms = 3 * (1 + k % 3)
+        frames = [frame(s, atoms, box=False, seed=1000 * k + s) for s in range(1 + k % 4)]
+        records.append(
+            {
+                "meta": {"label": f"mol-{k}"},
+                "system": system(atoms),
+                "trajectory": [f.to_dict() for f in frames],
+                "index": {"n_heavy": atoms // 3},
+            }
+        )
+    r = client.post("/v1/collections/qm-set/records", json=records)
+    assert r.status_code == 200, r.text
 
 
 def _site(tmp: Path, *, big: bool = True, **settings: Any) -> Iterator[Site]:

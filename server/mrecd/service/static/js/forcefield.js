@@ -12,8 +12,9 @@ export async function showForcefield({ root, signal }, kind, name) {
   for (const [title, block] of tablesOf(ff)) {
     tables.append(h("h2", {}, title), blockTable(block));
   }
-  const document = ff.document ?? ff.meta;
-  if (document) root.append(h("h2", {}, "Document"), h("pre", { class: "result" }, JSON.stringify(document, null, 2)));
+  // the JSON interchange form: the document's members beside its tables
+  const { tables: _, ...document } = ff;
+  root.append(h("h2", {}, "Document"), h("pre", { class: "result", id: "ff-document" }, JSON.stringify(document, null, 2)));
 }
 
 /** [title, block] pairs of the force field's tables, whatever their nesting. */
@@ -21,10 +22,13 @@ function tablesOf(ff) {
   const out = [];
   const walk = (value, path) => {
     if (!value || typeof value !== "object") return;
-    if (value.columns && typeof value.columns === "object") { out.push([path.join(" / "), value]); return; }
+    if (value.columns && typeof value.columns === "object") {
+      out.push([path.map(decodeURIComponent).join(" / "), value]); // "pair.lj%2Fcut" names a style
+      return;
+    }
     for (const [key, child] of Object.entries(value)) walk(child, [...path, key]);
   };
-  walk(ff.tables ?? ff.blocks ?? {}, []);
+  walk(ff.tables ?? {}, []);
   return out;
 }
 
