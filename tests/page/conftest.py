@@ -248,13 +248,13 @@ def _site(tmp: Path, *, big: bool = True, **settings: Any) -> Iterator[Site]:
             writer.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """A real server (open, no tokens) with two runs, one growing, and a 3000-atom record."""
     yield from _site(tmp_path_factory.mktemp("site"))
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def guarded_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """The same, with a read/append token required."""
     tokens = [{"token": "s3cret-page-token", "scope": "append"}]

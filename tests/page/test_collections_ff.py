@@ -51,6 +51,7 @@ def test_one_collection_records_frames(site: Site, page: Watched) -> None:
     assert frames == [f"{site.url}/v1/collections/qm-set/records/7/frames/2"]
     facts = tab.locator("#facts").inner_text()
     assert "9" in facts and "step" in facts
+    assert tab.locator("#molecule").get_attribute("data-cell-edges") == "0"  # no box: no cell
 
 
 def test_forcefield_tables_and_lookups(

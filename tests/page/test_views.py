@@ -118,7 +118,8 @@ def test_frame_slider_fetches_only_the_frame_asked_for(
     assert data == [f"{site.url}/v1/records/{site.big}/trajectory/frames/7"]
     assert tab.locator("#frame-label").inner_text() == f"frame 7 of {BIG_FRAMES - 1}"
     assert tab.evaluate("location.hash") == f"#/records/{site.big}/frames/7"
-    # the cell: the frame facts show the 30 Å cubic box the writer sent
+    # the cell: drawn as its 12 edges, and the facts show the 30 Å cubic box the writer sent
+    assert tab.locator("#molecule").get_attribute("data-cell-edges") == "12"
     assert "(30, 0, 0)" in tab.locator("#facts").inner_text()
     moves = [_drawn_after_input(tab, i) for i in (3, 17, 9, 22, 1, 12, 20, 5, 14, 8, 19, 2)]
     fetched = statistics.median(m[0] for m in moves)

@@ -99,6 +99,11 @@ export async function showRun({ root, signal }, name) {
   };
 
   have = await fetchFrom(0, summary.nstep);
+  const timeless = have > 0 && series.get(keys[0]).times.every((t) => t === null);
+  if (timeless) {
+    current = "step";
+    for (const input of switcher.querySelectorAll("input")) input.disabled = input.value === "time";
+  }
   build();
   switcher.addEventListener("change", (event) => {
     current = event.target.value;

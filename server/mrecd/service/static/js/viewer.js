@@ -29,11 +29,12 @@ export class MoleculeView {
     // no multisampling: it multiplies the cost of every draw (3-5x in software GL), the spheres
     // stay legible without it
     const viewer = $3Dmol.createViewer(element, { backgroundColor: "white", antialias: false });
-    return new MoleculeView(viewer);
+    return new MoleculeView(viewer, element);
   }
 
-  constructor(viewer) {
+  constructor(viewer, element) {
     this.viewer = viewer;
+    this.element = element;
     this.framed = false;
   }
 
@@ -49,9 +50,13 @@ export class MoleculeView {
     const model = v.addModel();
     model.addAtoms(atoms);
     model.setStyle({}, { sphere: { scale: 0.3 } });
-    if (box?.cell_defined) this.cell(box);
+    // frames come resolved (carry-forward applied): a frame's box is its cell
+    const edges = box?.cell_defined ? this.cell(box) : 0;
+    this.element.dataset.cellEdges = String(edges);
     if (!this.framed) {
       v.zoomTo();
+      v.rotate(-20, "x");
+      v.rotate(30, "y");
       this.framed = true;
     }
     v.render();
@@ -75,6 +80,7 @@ export class MoleculeView {
     for (const [start, end] of edges) {
       this.viewer.addLine({ start, end, color: "#555555", dashed: false });
     }
+    return edges.length;
   }
 
   destroy() {
