@@ -50,7 +50,7 @@ export async function showRecords({ root, signal }) {
     const fresh = page.records.filter((name) => !rows.has(name));
     for (const name of fresh) rows.set(name, addRow(body, name));
     count.textContent = `${rows.size} shown`;
-    await pooled(fresh, 4, (name) => refresh(name, listing.signal));
+    await pooled(fresh, 4, (name) => refresh(name, listing.signal).catch(rowFailed(name)));
   };
 
   const refresh = async (name, scope) => {
@@ -94,7 +94,16 @@ export async function showRecords({ root, signal }) {
     const page = await getJSON(`/v1/records?${query}`, { signal: listing.signal });
     const fresh = page.records.filter((name) => !rows.has(name));
     for (const name of fresh) rows.set(name, addRow(body, name));
-    await pooled(fresh, 4, (name) => refresh(name, listing.signal));
+    await pooled(fresh, 4, (name) => refresh(name, listing.signal).catch(rowFailed(name)));
+  };
+
+  // one record failing (deleted meanwhile, a refused prefix) marks its row, not the list
+  const rowFailed = (name) => (error) => {
+    const row = rows.get(name);
+    if (!row || error.name === "AbortError") return;
+    row.state.textContent = error.status ? `error ${error.status}` : "error";
+    row.state.className = "closed";
+    row.state.title = error.message;
   };
 
   function report(error) {
