@@ -177,7 +177,7 @@ def post_frames(client: httpx.Client, name: str, frames: list[mrecd.Frame]) -> N
 def populate(url: str, headers: dict[str, str], *, big: bool = True) -> None:
     """A finished run ``md-done``, the 3000-atom record and the start of the live run ``md-live``.
 
-    Returns once ``md-done`` is older than :data:`LIVE_SECONDS` (closed).
+    With ``big``, returns once ``md-done`` is older than :data:`LIVE_SECONDS` (closed).
     """
     with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
         names = [("md-done", 30), ("big-3000", BIG_ATOMS), ("md-live", 30)]
@@ -196,7 +196,8 @@ def populate(url: str, headers: dict[str, str], *, big: bool = True) -> None:
         post_frames(client, "md-live", [frame(10 * s, 30) for s in range(20)])
         if big:
             populate_collection(client, forcefield)
-    time.sleep(max(0.0, LIVE_SECONDS + 0.5 - (time.monotonic() - done)))
+    if big:  # the tests that look for md-done closed use this site
+        time.sleep(max(0.0, LIVE_SECONDS + 0.5 - (time.monotonic() - done)))
 
 
 def populate_collection(client: httpx.Client, forcefield: dict[str, Any]) -> None:
