@@ -37,6 +37,8 @@ def test_records_list_shows_the_runs_and_follows_the_live_one(
         arg=first + 3,
     )
     assert page.requested("/trajectory/events"), "the list follows live runs by their events"
+    # the same page lists the collections
+    tab.locator("#home-collections a", has_text="qm-set").wait_for()
     shots(tab, "records")
     # the filter asks the server for a name prefix
     tab.fill("#filter", "big")
@@ -45,6 +47,7 @@ def test_records_list_shows_the_runs_and_follows_the_live_one(
     # a page's rows are added together: the one row is the whole answer
     names = tab.locator("#records tr").evaluate_all("rows => rows.map(r => r.dataset.name)")
     assert names == ["big-3000"]
+    tab.locator("#home-collections", has_text="No collections.").wait_for()
     assert any("prefix=big" in url for url in page.requested("/v1/records?"))
 
 

@@ -6,24 +6,28 @@ import { h, num, table } from "./dom.js";
 
 const PAGE = 50;
 
+/** A table of the collections whose names start with `prefix`, with their sizes. */
+export async function collectionTable(prefix, signal) {
+  const { collections } = await getJSON(`/v1/collections?prefix=${enc(prefix)}`, { signal });
+  const summaries = new Map();
+  await pooled(collections, 4, async (name) => {
+    summaries.set(name, await getJSON(`/v1/collections/${enc(name)}`, { signal }));
+  });
+  if (!collections.length) return h("p", { class: "muted" }, "No collections.");
+  return table([
+    { title: "name", cell: (n) => h("a", { href: `#/collections/${enc(n)}` }, n) },
+    { title: "records", num: true, cell: (n) => num(summaries.get(n)?.n_records) },
+    { title: "frames", num: true, cell: (n) => num(summaries.get(n)?.n_frames) },
+    { title: "", cell: (n) => (summaries.get(n)?.forcefield
+      ? h("a", { href: `#/forcefield/collections/${enc(n)}` }, "force field") : "") },
+  ], collections);
+}
+
 export async function showCollections({ root, signal }) {
   const filter = h("input", { type: "search", id: "collection-filter", placeholder: "name prefix", size: 24 });
   const holder = h("div", { id: "collections" });
   root.append(h("h1", {}, "Collections"), h("div", { class: "toolbar" }, h("label", {}, "Filter ", filter)), holder);
-  const load = async () => {
-    const { collections } = await getJSON(`/v1/collections?prefix=${enc(filter.value)}`, { signal });
-    const summaries = new Map();
-    await pooled(collections, 4, async (name) => {
-      summaries.set(name, await getJSON(`/v1/collections/${enc(name)}`, { signal }));
-    });
-    holder.replaceChildren(table([
-      { title: "name", cell: (n) => h("a", { href: `#/collections/${enc(n)}` }, n) },
-      { title: "records", num: true, cell: (n) => num(summaries.get(n)?.n_records) },
-      { title: "frames", num: true, cell: (n) => num(summaries.get(n)?.n_frames) },
-      { title: "", cell: (n) => (summaries.get(n)?.forcefield
-        ? h("a", { href: `#/forcefield/collections/${enc(n)}` }, "force field") : "") },
-    ], collections));
-  };
+  const load = async () => holder.replaceChildren(await collectionTable(filter.value, signal));
   let typing = null;
   filter.addEventListener("input", () => { clearTimeout(typing); typing = setTimeout(() => load().catch(() => {}), 250); });
   await load();

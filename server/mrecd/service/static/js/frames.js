@@ -34,9 +34,9 @@ export async function showFrames({ root, signal }, source, index) {
     inFlight?.abort();
     const mine = new AbortController();
     inFlight = mine;
-    signal.addEventListener("abort", () => mine.abort());
+    const either = AbortSignal.any([signal, mine.signal]); // leaving the view, or a newer move
     try {
-      const response = await request(source.frame(i), { accept: FRAME, signal: mine.signal });
+      const response = await request(source.frame(i), { accept: FRAME, signal: either });
       const frame = decodeFrame(await response.arrayBuffer());
       const fetched = performance.now();
       const atoms = frame.blocks.atoms?.columns ?? {};
@@ -52,7 +52,7 @@ export async function showFrames({ root, signal }, source, index) {
         }));
       });
     } catch (error) {
-      if (mine.signal.aborted) return;
+      if (either.aborted) return;
       throw error instanceof ApiError ? error : new Error(`frame ${i}: ${error.message}`);
     }
   };

@@ -2,6 +2,7 @@
 // follow their events stream (at most FOLLOWED at once, under the browser's six
 // connections per origin) and refresh their summary on each commit.
 import { enc, follow, getJSON, pooled } from "./api.js";
+import { collectionTable } from "./collections.js";
 import { bytes, h, num } from "./dom.js";
 
 const PAGE = 50;
@@ -14,6 +15,7 @@ export async function showRecords({ root, signal }) {
   const body = h("tbody", { id: "records" });
   const more = h("button", { type: "button", hidden: true }, "More");
   const count = h("span", { class: "muted" });
+  const collections = h("div", { id: "home-collections" });
   root.append(
     h("h1", {}, "Records"),
     h("div", { class: "toolbar" }, h("label", {}, "Filter ", filter), count),
@@ -23,6 +25,8 @@ export async function showRecords({ root, signal }) {
           h("th", { class: i >= 1 && i <= 4 ? "num" : null }, t)))),
       body),
     h("div", { class: "pager" }, more),
+    h("h2", {}, "Collections"),
+    collections,
   );
 
   const rows = new Map();
@@ -41,6 +45,12 @@ export async function showRecords({ root, signal }) {
       rows.clear();
       body.replaceChildren();
       cursor = null;
+    }
+    if (reset) {
+      // the same filter lists the collections (a server without them: the section says so)
+      collectionTable(filter.value, listing.signal)
+        .then((t) => collections.replaceChildren(t))
+        .catch((e) => { if (e.name !== "AbortError") collections.textContent = e.message; });
     }
     const query = new URLSearchParams({ prefix: filter.value, limit: PAGE });
     if (cursor) query.set("cursor", cursor);
@@ -88,13 +98,15 @@ export async function showRecords({ root, signal }) {
   const relist = setInterval(() => { if (!document.hidden) newNames().catch(() => {}); }, RELIST_MS);
   signal.addEventListener("abort", () => clearInterval(relist));
 
-  // new runs appear without a reload: the first page is listed again now and then
+  // now and then: new runs appear (the first page is listed again) and the rows
+  // no event stream follows are read again (a run that started or stopped meanwhile)
   const newNames = async () => {
     const query = new URLSearchParams({ prefix: filter.value, limit: PAGE });
     const page = await getJSON(`/v1/records?${query}`, { signal: listing.signal });
     const fresh = page.records.filter((name) => !rows.has(name));
     for (const name of fresh) rows.set(name, addRow(body, name));
-    await pooled(fresh, 4, (name) => refresh(name, listing.signal).catch(rowFailed(name)));
+    const stale = [...rows.keys()].filter((name) => !following.has(name) && !fresh.includes(name));
+    await pooled([...fresh, ...stale], 2, (name) => refresh(name, listing.signal).catch(rowFailed(name)));
   };
 
   // one record failing (deleted meanwhile, a refused prefix) marks its row, not the list
