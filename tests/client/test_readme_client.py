@@ -31,3 +31,27 @@ def test_the_client_example_runs(live_server: str, capsys: pytest.CaptureFixture
     first, second = capsys.readouterr().out.splitlines()
     assert first == "5 4 [0. 1.]"
     assert second == "[0 1 2] [-0. -1. -2.]"
+
+
+def test_the_collection_example_runs(live_server: str, capsys: pytest.CaptureFixture[str]) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTALL)
+    example = next(b for b in blocks if "mrecd_client" in b and "create_collection(" in b)
+    records = [
+        mrecd.Record(
+            {"k": k},
+            trajectory=[mrecd.Frame({"atoms": {"x": np.arange(3.0) + k}}, step=0)],
+        )
+        for k in range(300)
+    ]
+    seen: list[list[mrecd.Record]] = []
+    namespace = {
+        "url": live_server,
+        "records": records,
+        "heavy": list(range(300)),
+        "train": seen.append,
+    }
+    exec(compile(example, "README.md", "exec"), namespace)
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith("300 Frame(atoms: 3 rows; step=0) [0 1 2 3 4]")
+    assert [len(b) for b in seen] == [256, 44]
+    assert sorted(r.meta["k"] for b in seen for r in b) == list(range(300))

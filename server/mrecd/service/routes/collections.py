@@ -43,7 +43,7 @@ router = APIRouter(tags=["collections"])
 RECORDS_HEADER: Final = "X-Mrecd-Records"
 _IMMUTABLE: Final = "public, max-age=31536000, immutable"
 #: records read per worker-thread hop of a streamed batch (bounds the memory of one response)
-_GROUP: Final = 128
+_GROUP: Final = 32
 #: most ordinals one batch read may name (a query string of 4096 ordinals stays under 40 kB)
 MAX_BATCH: Final = 4096
 

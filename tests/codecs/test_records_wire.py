@@ -1,0 +1,119 @@
+"""``application/x-mrec-records``: records round-trip, stacked or one by one; bad bytes refused."""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+import pytest
+
+import mrecd
+from mrecd.codecs import RecordStreamDecoder, decode_records, encode_record
+
+SYSTEM = mrecd.Frame({"atoms": {"element": np.array(["O", "H", "H"])}}, meta={"formula": "H2O"})
+
+
+def frames(n: int, *, box: bool = False) -> list[mrecd.Frame]:
+    out = []
+    for s in range(n):
+        column = mrecd.Column(np.arange(3.0) + s, validity=np.array([True, s % 2 == 0, True]))
+        out.append(
+            mrecd.Frame(
+                {"atoms": {"x": column, "id": np.arange(3, dtype=np.uint64)}, "probe": {"v": [s]}},
+                meta={"pe": -float(s), "tag": f"s{s}"},
+                step=10 * s,
+                time=0.5 * s if s % 2 else None,
+                box=mrecd.Box(np.eye(3) * 20.0) if box and s == 1 else None,
+            )
+        )
+    return out
+
+
+def items(body: bytes) -> list[bytes]:
+    """The length-prefixed items of a stream."""
+    out, at = [], 0
+    while at < len(body):
+        (size,) = struct.unpack_from("<Q", body, at)
+        out.append(body[at + 8 : at + 8 + size])
+        at += 8 + size
+    return out
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7])
+def test_records_round_trip(n: int) -> None:
+    trajectory = frames(n, box=True)
+    body = encode_record({"k": n}, SYSTEM, trajectory, {"r": 4}) + encode_record({}, None, None)
+    first, second = decode_records(body)
+    assert first.meta == {"k": n} and first.system == SYSTEM and first.extra == {"r": 4}
+    assert first.frames == trajectory
+    assert second.meta == {} and second.system is None and second.frames is None
+
+
+def test_alike_frames_travel_stacked_in_one_value() -> None:
+    body = encode_record({}, None, frames(5))
+    header = json.loads(items(body)[0])
+    assert len(items(body)) == 2 and header["stacked"]["rows"] == {
+        "atoms": [3] * 5,
+        "probe": [1] * 5,
+    }
+
+
+def test_frames_that_differ_travel_one_by_one() -> None:
+    mixed = [*frames(2), mrecd.Frame({"atoms": {"x": [1.0, 2.0, 3.0]}}, step=99)]
+    body = encode_record({}, None, mixed)
+    assert len(items(body)) == 4 and "stacked" not in json.loads(items(body)[0])
+    (item,) = decode_records(body)
+    assert item.frames == mixed
+
+
+def test_the_decoder_takes_any_chunking() -> None:
+    body = b"".join(encode_record({"k": k}, SYSTEM, frames(k % 3)) for k in range(6))
+    decoder = RecordStreamDecoder()
+    got = []
+    for at in range(0, len(body), 7):
+        got += decoder.feed(body[at : at + 7])
+    decoder.close()
+    assert [g.meta["k"] for g in got] == list(range(6))
+    assert all(g.frames == frames(k % 3) for k, g in enumerate(got))
+
+
+def length(data: bytes) -> bytes:
+    return struct.pack("<Q", len(data)) + data
+
+
+@pytest.mark.parametrize(
+    ("body", "match"),
+    [
+        (encode_record({}, SYSTEM, frames(2))[:-3], "ended inside record 0"),
+        (b"\x01\x00", "ended inside record 0"),
+        (length(b"[1]"), "header is a JSON object"),
+        (length(b"{nope"), "not JSON"),
+        (length(b'{"system": 1}'), "system is true or false"),
+        (length(b'{"system": false, "frames": -1}'), "not negative"),
+        (length(b'{"system": false, "frames": "2"}'), "a count or null"),
+        (length(b'{"system": false, "frames": 1}') + length(b"MRF0...."), "magic"),
+    ],
+)
+def test_bad_streams_are_refused(body: bytes, match: str) -> None:
+    with pytest.raises(mrecd.FrameBytesError, match=match):
+        list(decode_records(body))
+
+
+def test_a_stacked_header_that_does_not_match_its_rows_is_refused() -> None:
+    head, stack = items(encode_record({}, None, frames(3)))
+    header = json.loads(head)
+    header["stacked"]["rows"]["atoms"] = [3, 3, 2]
+    with pytest.raises(mrecd.FrameBytesError, match="stacked rows"):
+        list(decode_records(length(json.dumps(header).encode()) + length(stack)))
+    header = json.loads(head)
+    header["frames"] = 2
+    header["stacked"]["frames"] = header["stacked"]["frames"][:2]
+    header["stacked"]["rows"] = {"atoms": [3, 6], "probe": [1, 2]}
+    (item,) = decode_records(length(json.dumps(header).encode()) + length(stack))
+    assert [f.step for f in item.frames or []] == [0, 10]
+
+
+def test_a_meta_that_is_not_an_object_is_invalid() -> None:
+    with pytest.raises(mrecd.InvalidRecord, match="meta is a JSON object"):
+        list(decode_records(length(b'{"meta": [1], "system": false, "frames": null}')))
