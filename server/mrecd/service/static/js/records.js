@@ -38,15 +38,12 @@ export async function showRecords({ root, signal }) {
   const load = async (reset) => {
     if (reset) {
       listing.abort();
-      listing = new AbortController();
-      signal.addEventListener("abort", () => listing.abort());
+      listing = new AbortController(); // the view's abort listener aborts the current one
       for (const stream of following.values()) stream.abort();
       following.clear();
       rows.clear();
       body.replaceChildren();
       cursor = null;
-    }
-    if (reset) {
       // the same filter lists the collections (a server without them: the section says so)
       collectionTable(filter.value, listing.signal)
         .then((t) => collections.replaceChildren(t))
@@ -69,6 +66,7 @@ export async function showRecords({ root, signal }) {
     const summary = await getJSON(`/v1/records/${enc(name)}`, { signal: scope });
     fillRow(row, summary);
     if (summary.live && !following.has(name) && following.size < FOLLOWED) watch(name, scope);
+    if (summary.live === false && following.has(name)) following.get(name).abort(); // frees a slot
   };
 
   const watch = (name, scope) => {
@@ -83,7 +81,7 @@ export async function showRecords({ root, signal }) {
         if (row) { row.nstep.textContent = num(nstep); markLive(row, true); }
         pending ??= setTimeout(() => { pending = null; refresh(name, stream.signal).catch(() => {}); }, 500);
       },
-    }).finally(() => following.delete(name));
+    }).finally(() => { if (following.get(name) === stream) following.delete(name); });
   };
 
   let typing = null;
