@@ -186,6 +186,8 @@ def undeclared_block() -> bytes:
             422,
             "invalid-record",
         ),
+        (b"{}", "application/json", 422, "invalid-record"),  # a record of nothing
+        (b'{"trajectory": 3}', "application/json", 422, "invalid-record"),
         (b"x", "text/plain", 415, "unsupported-media-type"),
     ],
 )

@@ -252,8 +252,13 @@ def _decode_records(
     )
 
 
+def _sized(trajectory: Any) -> Sequence[Any]:
+    """A trajectory's frames when it is a list (anything else is refused by the append)."""
+    return trajectory if isinstance(trajectory, list) else ()
+
+
 def _check_limits(records: list[dict[str, Any]], settings: Settings) -> None:
-    frames = sum(len(r["trajectory"] or ()) + 1 for r in records)
+    frames = sum(len(_sized(r.get("trajectory"))) + 1 for r in records)
     if frames > settings.max_frames_per_request:
         raise HTTPProblem(
             413,
@@ -472,11 +477,14 @@ def _wanted_ordinals(
     return out, slice(None)
 
 
-def _resolve(collection: api.Collection, ordinals: list[int] | None, rows: slice) -> list[int]:
+def _resolve(
+    collection: api.Collection, ordinals: list[int] | None, rows: slice
+) -> tuple[int, list[int]]:
+    """The committed record count and the ordinals resolved against it (one state)."""
     n = len(collection)
     if ordinals is None:
-        return list(range(*rows.indices(n)))
-    return [_ordinal(r, n) for r in ordinals]
+        return n, list(range(*rows.indices(n)))
+    return n, [_ordinal(r, n) for r in ordinals]
 
 
 async def _batch_stream(
@@ -539,8 +547,7 @@ async def read_records(
     ordinals, rows = _wanted_ordinals(r, start, stop, step)
     media_type = media.negotiate(accept, [RECORDS, media.NDJSON, media.JSON])
     collection = await _collections(request).get(name)
-    n = await blocking(collection.__len__)
-    chosen = await blocking(lambda: _resolve(collection, ordinals, rows))
+    n, chosen = await blocking(lambda: _resolve(collection, ordinals, rows))
     if len(chosen) > MAX_BATCH:
         raise HTTPProblem(
             413,
