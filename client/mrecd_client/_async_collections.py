@@ -29,6 +29,7 @@ from ._collections import (
     index_rows,
 )
 from ._core import check_mode, transport_failure
+from ._forcefield import afetch_forcefield
 
 if TYPE_CHECKING:
     from ._async import AsyncClient
@@ -152,11 +153,12 @@ class AsyncRemoteCollection:
         return {k: dict(v) for k, v in self._summary.index_columns.items()}
 
     async def forcefield(self) -> ForceField | None:
-        """The collection-wide force field, or ``None`` (``GET …/forcefield`` when it has one)."""
+        """The collection-wide force field, or ``None`` (fetched once, revalidated by ETag)."""
         if not self._summary.forcefield:
             return None
-        response = await self._client._send(self._core.forcefield(self._name))
-        return self._core.parse_forcefield(response)
+        return await afetch_forcefield(
+            self._client._core, self._client._send, "collections", self._name
+        )
 
     async def n_frames(self) -> int:
         """Frames over all records (asked of the server)."""

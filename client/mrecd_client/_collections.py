@@ -337,10 +337,6 @@ class CollectionCore:
         accept = JSON if self.core.wire == "json" else FRAME
         return self.core.request("GET", f"{self.path(name)}/index", headers={"Accept": accept})
 
-    def forcefield(self, name: str) -> httpx.Request:
-        """The collection's force-field document (the force-field routes serve it)."""
-        return self.core.request("GET", f"{self.path(name)}/forcefield", headers={"Accept": JSON})
-
     # -- parsing -------------------------------------------------------------------------------
 
     def names(self, response: httpx.Response) -> list[str]:
@@ -388,10 +384,6 @@ class CollectionCore:
         if kind == JSON:
             return Block.from_dict(json.loads(response.content), path="records")
         return decode_frame(response.content, copy=True)["records"]
-
-    def parse_forcefield(self, response: httpx.Response) -> ForceField:
-        """The force field a successful ``response`` carries."""
-        return ForceField.from_dict(self.core.json(response))
 
     @staticmethod
     def stream_kind(response: httpx.Response) -> str:

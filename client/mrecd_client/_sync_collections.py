@@ -28,6 +28,7 @@ from ._collections import (
     index_rows,
 )
 from ._core import check_mode, transport_failure
+from ._forcefield import fetch_forcefield
 
 if TYPE_CHECKING:
     from ._sync import Client
@@ -173,12 +174,13 @@ class RemoteCollection:
     def forcefield(self) -> ForceField | None:
         """The collection-wide force field, or ``None``.
 
-        Fetched from ``GET …/forcefield`` (the force-field routes) when the
-        summary says the collection has one.
+        Fetched from ``GET …/forcefield`` when the summary says the collection
+        has one, once; later reads revalidate it by ETag (a 304 hands back the
+        object held).
         """
         if not self._summary.forcefield:
             return None
-        return self._core.parse_forcefield(self._client._send(self._core.forcefield(self._name)))
+        return fetch_forcefield(self._client._core, self._client._send, "collections", self._name)
 
     @property
     def n_frames(self) -> int:

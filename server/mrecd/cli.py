@@ -3,11 +3,13 @@
 Subcommands::
 
     mrecd pack <dir.mrec> [-o file.mrec.zip] [--force]
+    mrecd pack --archive <dir.mrec> [-o file.mrec.zip|dir.mrec] [--frames-per-chunk K] [--level L]
     mrecd validate <path>
     mrecd forcefield import FILE [FILE...] (-o TARGET | --print) [--catalog ROOT]
-    mrecd push <path.mrec[.zip]> <url> [--name N] [--overwrite] [--quiet]
+    mrecd push <path.mrec[.zip] | path.mrec.lmdb> <url> [--name N] [--overwrite] [--quiet]
     mrecd pull <url>/<name.mrec[.zip]> <path> [--overwrite] [--quiet]
-    mrecd ingest TOPOLOGY [TRAJECTORY...] -o STORE/NAME [--precision P] [--format F] [--quiet]
+    mrecd ingest TOPOLOGY [TRAJECTORY...] (-o STORE/NAME | --to http://HOST:PORT/NAME [--token T])
+                 [--precision P] [--format F] [--quiet]
     mrecd export STORE/NAME -o out.xtc|.dcd|.pdb|.gro [--frame I] [--force]
     mrecd serve [STORE] [--host 127.0.0.1] [--port 8000] [--workers N] [--insecure] [--config F]
 
@@ -33,7 +35,20 @@ __all__ = ["main"]
 
 
 def _pack(args: argparse.Namespace) -> int:
-    dest = api.pack_record(args.source, args.output, overwrite=args.force)
+    if args.archive:
+        dest = api.archive_record(
+            args.source,
+            args.output,
+            frames_per_chunk=args.frames_per_chunk,
+            level=19 if args.level is None else args.level,
+            overwrite=args.force,
+        )
+    elif args.frames_per_chunk is not None or args.level is not None:
+        raise InvalidRecord(
+            "--frames-per-chunk and --level shape an archive: add --archive", path="--archive"
+        )
+    else:
+        dest = api.pack_record(args.source, args.output, overwrite=args.force)
     print(os.fspath(dest))
     return 0
 
@@ -142,6 +157,16 @@ def _forcefield_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
 
 
 def _push(args: argparse.Namespace) -> int:
+    if os.fspath(args.source).rstrip("/").endswith(".mrec.lmdb"):
+        url = api.publish_collection(
+            args.source,
+            args.url,
+            name=args.name,
+            overwrite=args.overwrite,
+            progress=not args.quiet,
+        )
+        print(url)
+        return 0
     url = storage.push(
         args.source, args.url, name=args.name, progress=not args.quiet, overwrite=args.overwrite
     )
@@ -157,9 +182,15 @@ def _pull(args: argparse.Namespace) -> int:
 
 def _add_transfer(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     push = commands.add_parser(
-        "push", help="copy a closed record to a store (s3://bucket/prefix, gs://, az://, a path)"
+        "push",
+        help="copy a closed record, or publish a collection snapshot, to a store"
+        " (s3://bucket/prefix, gs://, az://, a path)",
     )
-    push.add_argument("source", help="the record (<stem>.mrec or <stem>.mrec.zip)")
+    push.add_argument(
+        "source",
+        help="the record (<stem>.mrec or <stem>.mrec.zip), or a collection (<stem>.mrec.lmdb):"
+        " published compacted as one object plus <name>.mrec.lmdb.manifest.json",
+    )
     push.add_argument("url", help="where records live, e.g. s3://bucket/lab")
     push.add_argument("--name", help="the record's name there (default: its stem)")
     pull = commands.add_parser("pull", help="copy a record from a store to a local path")
@@ -185,9 +216,14 @@ def _without_mdanalysis(run: Callable[[argparse.Namespace], int]) -> Callable[..
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    from .md import ingest, split_target  # MDAnalysis loads only for these commands
+    from .md import ingest, split_target, split_url  # MDAnalysis loads only for these commands
 
-    store, name = split_target(args.output)
+    target: str = args.output or args.to
+    store: str | Path
+    if args.to:
+        store, name = split_url(args.to)
+    else:
+        store, name = split_target(args.output)
     done = ingest(
         [args.topology, *args.trajectories],
         store,
@@ -199,10 +235,11 @@ def _ingest(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         format=args.format,
         topology_format=args.topology_format,
+        token=args.token or os.environ.get("MRECD_TOKEN") or None,
     )
     precision = "lossless" if done.precision is None else f"precision {done.precision:g} Å"
     print(
-        f"{args.output}: {done.frames} frames of {done.atoms} atoms, {precision},"
+        f"{target}: {done.frames} frames of {done.atoms} atoms, {precision},"
         f" {done.frames_per_second:.0f} frames/s",
         file=sys.stderr,
     )
@@ -236,7 +273,14 @@ def _md_commands(commands: Any) -> None:
     )
     ingest.add_argument("topology", help="topology file (PSF, PRMTOP, TPR, GRO, PDB ...)")
     ingest.add_argument("trajectories", nargs="*", help="trajectory files (XTC, DCD, TRR ...)")
-    ingest.add_argument("-o", "--output", required=True, help="the new record: STORE/NAME")
+    where = ingest.add_mutually_exclusive_group(required=True)
+    where.add_argument("-o", "--output", help="the new record: STORE/NAME")
+    where.add_argument(
+        "--to", metavar="URL", help="the new record on a server: http://HOST:PORT/NAME"
+    )
+    ingest.add_argument(
+        "--token", help="bearer token for --to (default: the MRECD_TOKEN environment variable)"
+    )
     ingest.add_argument(
         "--precision", type=float, help="declared x/y/z precision in Å (default: the source's)"
     )
@@ -294,6 +338,18 @@ def _parser() -> argparse.ArgumentParser:
         "-o", "--output", help="the archive to write (default: <stem>.mrec.zip beside it)"
     )
     pack.add_argument("--force", action="store_true", help="replace an existing archive")
+    pack.add_argument(
+        "--archive",
+        action="store_true",
+        help="repack for archive: multi-frame chunks, shuffle + zstd 19 (denser, still range-read)",
+    )
+    pack.add_argument(
+        "--frames-per-chunk",
+        type=int,
+        metavar="K",
+        help="with --archive: frames per inner chunk (default: about 4 MiB of values per chunk)",
+    )
+    pack.add_argument("--level", type=int, metavar="L", help="with --archive: zstd level 1-22")
     pack.set_defaults(run=_pack)
     validate = commands.add_parser(
         "validate", help="check a record (directory or zip) against every known rule"

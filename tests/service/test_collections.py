@@ -189,6 +189,13 @@ def undeclared_block() -> bytes:
         (b"{}", "application/json", 422, "invalid-record"),  # a record of nothing
         (b'{"trajectory": 3}', "application/json", 422, "invalid-record"),
         (b"x", "text/plain", 415, "unsupported-media-type"),
+        (json.dumps({"meta": {}}).encode(), "application/json", 422, "invalid-record"),
+        (
+            json.dumps({**record_json(7, index=1), "trajectory": 5}).encode(),
+            "application/json",
+            422,
+            "invalid-record",
+        ),
     ],
 )
 def test_refused_appends_change_nothing(

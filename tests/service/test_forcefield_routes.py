@@ -564,6 +564,29 @@ async def test_the_async_client_revalidates_too(served: Served) -> None:
     assert transport.seen[1][0] is not None
 
 
+def test_a_remote_collection_forcefield_is_the_cached_one_revalidated(served: Served) -> None:
+    transport = Recording()
+    with Client(served.url, transport=transport) as client:
+        collection = client.collection("butanamide")
+        first = collection.forcefield
+        second = client.collection("butanamide").forcefield  # another handle, one cache
+        assert first is second and first == FORCEFIELDS["butanamide"]
+        assert client.collection("bare").forcefield is None  # the summary says none: no request
+    assert [status for _, status in transport.seen] == [200, 304]
+    assert transport.seen[1][0] is not None
+
+
+@pytest.mark.anyio
+async def test_an_async_remote_collection_forcefield_revalidates(served: Served) -> None:
+    transport = AsyncRecording()
+    async with AsyncClient(served.url, transport=transport) as client:
+        collection = await client.collection("odd")
+        first = await collection.forcefield()
+        assert first is not None and first is await collection.forcefield()
+        assert first.atom("C/1")["mass"] == 12.0
+    assert [status for _, status in transport.seen] == [200, 304]
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

@@ -8,6 +8,7 @@ service runs them on worker threads.
 """
 
 from ..storage import ByteRange, ByteRequest, ObjectInfo, Offset, Suffix
+from ._archive import archive_record
 from ._catalog import Catalog, check_record_name
 from ._catalog import open_catalog as open
 from ._collection import (
@@ -21,6 +22,7 @@ from ._collection import (
 from ._protocols import FrameSlice, TrajectoryLike
 from ._record import StoredRecord, create_record, open_record, pack_record
 from ._runsurface import HostMetrics, host_metric_stems, open_host_metrics
+from ._snapshots import SnapshotCollection, publish_collection
 from ._trajectory import Appended, Producer, Trajectory
 from ._validate import validate_record
 from ._violations import Violation
@@ -38,11 +40,13 @@ __all__ = [
     "Offset",
     "Producer",
     "RecordOutOfRange",
+    "SnapshotCollection",
     "StoredRecord",
     "Suffix",
     "Trajectory",
     "TrajectoryLike",
     "Violation",
+    "archive_record",
     "check_record_name",
     "create_collection",
     "create_record",
@@ -53,5 +57,6 @@ __all__ = [
     "open_host_metrics",
     "open_record",
     "pack_record",
+    "publish_collection",
     "validate_record",
 ]

@@ -5,6 +5,9 @@ path or ``file://`` URL (a directory), ``memory://name``, ``s3://bucket/prefix``
 ``gs://…``, ``az://…``. Collections live beside records as
 ``<name>.mrec.lmdb`` files; LMDB needs a local file, so they exist on stores
 with a local directory (a directory, and a memory store's scratch directory).
+On object storage a catalog opened with a ``cache_dir`` serves the
+collections published there (``mrecd push``) read-only from verified local
+copies (:mod:`mrecd.api._snapshots`).
 """
 
 from __future__ import annotations
@@ -19,9 +22,19 @@ from ..bindings.zarr import BRAND, UNBORN, ZIP_BRAND
 from ..errors import AlreadyExists, InvalidRecord, NotFound, ReadOnlyError
 from ..forcefield import ForceField
 from ..model import Declaration, Frame
-from ..storage import ByteRequest, Location, ObjectInfo, Store, check_key, open_store
+from ..storage import (
+    ByteRequest,
+    Location,
+    ObjectInfo,
+    SnapshotCache,
+    Store,
+    check_key,
+    open_store,
+    published_snapshots,
+)
 from ._collection import Collection, create_collection, open_collection
 from ._record import Mode, StoredRecord, create_record, open_record, open_unborn, pack_record
+from ._snapshots import COLLECTION_SUFFIX, open_snapshot, refuse_appends
 
 if TYPE_CHECKING:
     from os import PathLike
@@ -64,11 +77,26 @@ class Catalog:
     ----------
     store
         The store holding ``<name>.mrec`` records.
+    cache_dir
+        Where a catalog on object storage keeps its verified copies of the
+        collections published there (``None``: it serves none).
+    revalidate_seconds
+        How long a cached collection is served before its manifest is
+        checked again (a conditional GET).
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        cache_dir: str | PathLike[str] | None = None,
+        revalidate_seconds: float = 30.0,
+    ) -> None:
         self._store = store
         self._root = Location(store)
+        self._snapshots: SnapshotCache | None = None
+        if store.local_directory() is None and cache_dir is not None:
+            self._snapshots = SnapshotCache(store, cache_dir, revalidate_seconds=revalidate_seconds)
 
     @property
     def url(self) -> str:
@@ -264,12 +292,9 @@ class Catalog:
     def _collection_path(self, name: str) -> Path:
         local = self._store.local_directory()
         if local is None:
-            raise ReadOnlyError(
-                f"collections are LMDB files on a local disk; {self.url} has none (serve a"
-                " published snapshot instead)",
-                path=name,
-            )
-        return Path(local) / f"{check_record_name(name)}.mrec.lmdb"
+            check_record_name(name)
+            raise refuse_appends(name)
+        return Path(local) / f"{check_record_name(name)}{COLLECTION_SUFFIX}"
 
     def create_collection(
         self,
@@ -303,19 +328,51 @@ class Catalog:
         )
 
     def collection(self, name: str, mode: Mode = "r") -> Collection:
-        """Open collection ``name``; :class:`~mrecd.errors.NotFound` when there is none."""
+        """Open collection ``name``; :class:`~mrecd.errors.NotFound` when there is none.
+
+        On object storage: the collection published as ``name``, read from
+        this catalog's verified local copy (fetched on first use, revalidated
+        every ``revalidate_seconds``). Close it after use, so that a newer
+        snapshot's copy replaces the old one on disk.
+
+        Raises
+        ------
+        ReadOnlyError
+            ``mode="r+"`` on object storage: appends stay on the replica that
+            owns the live file; or object storage without a ``cache_dir``.
+        StoreUnavailable
+            The store failed before a copy was held, or a download failed its checksums.
+        """
+        if self._store.local_directory() is None:
+            check_record_name(name)
+            if mode != "r":
+                raise refuse_appends(name)
+            if self._snapshots is None:
+                raise ReadOnlyError(
+                    f"collections on {self.url} are published snapshots; serving them needs a"
+                    " local cache directory (cache_dir, MRECD_CACHE_DIR)",
+                    path=name,
+                )
+            return open_snapshot(self._snapshots, name)
         path = self._collection_path(name)
         if not path.is_file():
             raise NotFound(f"no collection named {name!r}", path=name)
         return open_collection(path, mode)
 
     def collections(self, prefix: str | None = None) -> list[str]:
-        """Sorted names of the collections that start with ``prefix``."""
+        """Sorted names of the collections that start with ``prefix``.
+
+        On object storage: those published there (one listing).
+        """
         local = self._store.local_directory()
-        if local is None or not Path(local).is_dir():
+        suffix = COLLECTION_SUFFIX
+        if local is None:
+            keys = published_snapshots(self._store)
+        elif Path(local).is_dir():
+            keys = [e.name for e in Path(local).iterdir()]
+        else:
             return []
-        suffix = ".mrec.lmdb"
-        names = (e.name[: -len(suffix)] for e in Path(local).iterdir() if e.name.endswith(suffix))
+        names = (k[: -len(suffix)] for k in keys if k.endswith(suffix) and not k.startswith("."))
         return sorted(n for n in names if prefix is None or n.startswith(prefix))
 
     def delete_collection(self, name: str) -> None:
@@ -345,7 +402,13 @@ def _stem(entry: str, brand: str) -> str | None:
         return None
 
 
-def open_catalog(url: str | PathLike[str] | Store, *, create: bool = True) -> Catalog:
+def open_catalog(
+    url: str | PathLike[str] | Store,
+    *,
+    create: bool = True,
+    cache_dir: str | PathLike[str] | None = None,
+    revalidate_seconds: float = 30.0,
+) -> Catalog:
     """Open the catalog at ``url``: a path, ``file://``, ``memory://name``, ``s3://bucket/prefix`` …
 
     Parameters
@@ -355,6 +418,11 @@ def open_catalog(url: str | PathLike[str] | Store, *, create: bool = True) -> Ca
     create
         Make a missing local root directory; with ``False`` a missing
         directory raises :class:`~mrecd.NotFound`.
+    cache_dir
+        On object storage: the local directory of verified copies of the
+        collections published there (see :meth:`Catalog.collection`).
+    revalidate_seconds
+        How often (at most) a cached collection's manifest is checked again.
 
     Raises
     ------
@@ -371,4 +439,4 @@ def open_catalog(url: str | PathLike[str] | Store, *, create: bool = True) -> Ca
             if not create:
                 raise NotFound("no catalog root at this path", path=str(root))
             root.mkdir(parents=True)
-    return Catalog(store)
+    return Catalog(store, cache_dir=cache_dir, revalidate_seconds=revalidate_seconds)

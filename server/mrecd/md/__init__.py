@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ._export import export
 from ._ingest import Ingested, box_of, ingest, source_precision
 from ._system import empty_topology, system_of
-from ._target import RecordSink, open_source, split_target
+from ._target import RecordSink, open_source, split_target, split_url
 from ._universe import universe
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ __all__ = [
     "open_source",
     "source_precision",
     "split_target",
+    "split_url",
     "system_of",
     "universe",
 ]

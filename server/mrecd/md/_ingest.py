@@ -17,7 +17,7 @@ from ..errors import AlreadyExists, InvalidRecord, NotFound, StepOrderError
 from ..model import Box, Declaration, Frame, check_precision
 from ._mda import mdanalysis
 from ._system import system_of
-from ._target import RecordSink, SinkRecord, sink_of
+from ._target import RecordSink, SinkRecord, is_service_url, sink_of
 
 __all__ = ["Ingested", "ingest", "source_precision"]
 
@@ -303,6 +303,7 @@ def ingest(
     progress: bool = True,
     format: str | None = None,
     topology_format: str | None = None,
+    token: str | None = None,
 ) -> Ingested:
     """Read a trajectory with MDAnalysis into a new record ``name`` of ``store``.
 
@@ -325,8 +326,10 @@ def ingest(
         Formats are MDAnalysis's: XTC, TRR, DCD, NetCDF, PDB, GRO, LAMMPS
         dump ...; topologies PSF, PRMTOP, TPR, GRO, PDB ...
     store
-        A catalog root path (made if missing), or any sink with
-        ``create_record`` (a :class:`~mrecd.Catalog`).
+        A catalog root path (made if missing); a server's URL
+        ``http://host:port`` (frames stream through :class:`mrecd_client.Client`
+        as idempotent producer batches); or any sink with ``create_record``
+        (a :class:`~mrecd.Catalog`, a :class:`mrecd_client.Client`).
     name
         The new record's name; a record of that name is refused.
     precision
@@ -342,6 +345,9 @@ def ingest(
         MDAnalysis format names (``"LAMMPSDUMP"``, ``"DATA"`` ...) for files
         whose extension does not say (a LAMMPS dump ``*.lammpstrj``); one
         file alone takes either for both.
+    token
+        Bearer token for a server URL (``append`` scope creates and appends;
+        ``admin`` also lets a failed ingest delete its partial record).
 
     Returns
     -------
@@ -359,16 +365,48 @@ def ingest(
         ``store`` holds a record named ``name``.
     StepOrderError
         The reader's steps do not strictly increase (overlapping inputs).
+    PermissionDenied
+        The server refused the token (HTTP 401/403).
+    RetryableError
+        The server could not be reached (after the client's retries).
     """
     if precision is not None:
         precision = check_precision(precision, path="precision")
-    sink = sink_of(store)
-    if isinstance(sink, Container) and name in sink:  # refuse before parsing a large topology
+    formats = {"format": format, "topology_format": topology_format}
+    # refuse a taken name (and an unreachable server, a refused token) before parsing a
+    # large topology; a server's client is sized by the frame, so it is made afterwards
+    probe, release = sink_of(store, token=token)
+    try:
+        _refuse_existing(probe, name)
+        universe, sources = _universe_of(source, formats)
+    finally:
+        release()
+    sink, release = sink_of(store, token=token, frame_bytes=24 * int(universe.atoms.n_atoms))
+    try:
+        if is_service_url(store):
+            _refuse_existing(sink, name)
+        return _ingest_into(sink, name, universe, sources, precision, (start, stop, step), progress)
+    finally:
+        release()
+
+
+def _refuse_existing(sink: RecordSink, name: str) -> None:
+    if isinstance(sink, Container) and name in sink:
         raise AlreadyExists(f"the store holds a record named {name!r}", path=name)
-    universe, sources = _universe_of(source, {"format": format, "topology_format": topology_format})
+
+
+def _ingest_into(
+    sink: RecordSink,
+    name: str,
+    universe: Any,
+    sources: list[str],
+    precision: float | None,
+    frames: tuple[int | None, int | None, int | None],
+    progress: bool,
+) -> Ingested:
     trajectory = universe.trajectory
     declared = source_precision(trajectory) if precision is None else precision
-    selection, total = _selection(trajectory.n_frames, start, stop, step)
+    selection, total = _selection(trajectory.n_frames, *frames)
     n_atoms = int(universe.atoms.n_atoms)
     batch = max(1, min(BATCH_FRAMES, BATCH_VALUES // max(1, 3 * n_atoms)))
     record = sink.create_record(

@@ -44,10 +44,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        catalog = await to_thread.run_sync(api.open, settings.store)
+        catalog = await to_thread.run_sync(_open_catalog, settings)
         app.state.runs = Runs(catalog)
         app.state.packs = Packs(app.state.runs)
-        app.state.collections = Collections(catalog)
+        app.state.collections = Collections(
+            catalog, revalidate_seconds=settings.cache_revalidate_seconds
+        )
         app.state.forcefields = ForceFields(catalog)
         try:
             yield
@@ -76,6 +78,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     _add_middleware(app)
     app.openapi = _with_problem_schema(app)  # type: ignore[method-assign]
     return app
+
+
+def _open_catalog(settings: Settings) -> api.Catalog:
+    """The catalog of ``settings.store``, with its snapshot cache when one is configured."""
+    return api.open(
+        settings.store,
+        cache_dir=settings.cache_dir,
+        revalidate_seconds=settings.cache_revalidate_seconds,
+    )
 
 
 def _add_middleware(app: FastAPI) -> None:

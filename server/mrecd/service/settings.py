@@ -93,6 +93,14 @@ class Settings(BaseSettings):
         ``loopback`` (default: a scraper on the same host), ``always`` (a scraper
         on the network; the metrics name routes, never records) or ``never``
         (a token with ``read`` on every name).
+    cache_dir
+        With an object-storage ``store``: the local directory where this
+        replica keeps verified copies of the collections published there
+        (``mrecd push``); unset, it serves none.
+    cache_revalidate_seconds
+        How long a cached collection is served before its manifest is checked
+        again with a conditional GET (a newer snapshot is then fetched and
+        swapped in).
     """
 
     model_config = SettingsConfigDict(env_prefix="MRECD_", extra="ignore")
@@ -127,6 +135,8 @@ class Settings(BaseSettings):
     writer_lease_wait_seconds: float = Field(default=30.0, ge=0)
     writer_lease_hold_seconds: float = Field(default=0.1, ge=0)
     metrics_anonymous: Literal["loopback", "always", "never"] = "loopback"
+    cache_dir: str | None = None
+    cache_revalidate_seconds: float = Field(default=30.0, ge=0)
 
 
 def check_config(path: str | Path) -> None:

@@ -13,7 +13,9 @@ obstore. Stores:
 * :class:`CountingStore`: any store, with its requests and bytes counted per verb.
 
 :func:`open_store` turns a URL or path into a store; :func:`push` and
-:func:`pull` copy a closed record between stores (a bucket and a directory).
+:func:`pull` copy a closed record between stores (a bucket and a directory);
+:func:`publish_snapshot` publishes one local file (a collection) as a
+snapshot that a :class:`SnapshotCache` fetches, verifies and revalidates.
 """
 
 from ._base import (
@@ -25,6 +27,7 @@ from ._base import (
     PositionalFile,
     PutMode,
     RangeReader,
+    Revalidated,
     Store,
     Suffix,
     WriterLease,
@@ -35,24 +38,39 @@ from ._counting import CountingStore, VerbCount
 from ._directory import DirectoryStore, FileRangeReader, fsync_directory
 from ._location import Location, dumps_json, location_of, read_json, write_json
 from ._memory import MemoryStore, drop_memory_store, memory_store
+from ._snapshot import (
+    DEFAULT_PART_SIZE,
+    CachedSnapshot,
+    Manifest,
+    SnapshotCache,
+    SnapshotPart,
+    publish_snapshot,
+    published_snapshots,
+)
 from ._transfer import pull, push
 from ._url import open_store
 from ._zip import ZipStore
 
 __all__ = [
+    "DEFAULT_PART_SIZE",
     "ByteRange",
     "ByteRequest",
+    "CachedSnapshot",
     "CountingStore",
     "DirectoryStore",
     "FileRangeReader",
     "IfMatch",
     "Location",
+    "Manifest",
     "MemoryStore",
     "ObjectInfo",
     "Offset",
     "PositionalFile",
     "PutMode",
     "RangeReader",
+    "Revalidated",
+    "SnapshotCache",
+    "SnapshotPart",
     "Store",
     "Suffix",
     "VerbCount",
@@ -66,6 +84,8 @@ __all__ = [
     "location_of",
     "memory_store",
     "open_store",
+    "publish_snapshot",
+    "published_snapshots",
     "pull",
     "push",
     "read_json",

@@ -29,6 +29,7 @@ __all__ = [
     "PositionalFile",
     "PutMode",
     "RangeReader",
+    "Revalidated",
     "Store",
     "Suffix",
     "WriterLease",
@@ -73,6 +74,15 @@ class IfMatch:
 #: :class:`IfMatch` only when the current ETag matches. A failed condition
 #: raises :class:`~mrecd.errors.PreconditionFailed` and writes nothing.
 PutMode = Literal["overwrite", "create"] | IfMatch
+
+
+@dataclass(frozen=True, slots=True)
+class Revalidated:
+    """What a conditional GET answers: the new ``data`` and ``etag``, or ``data=None``
+    when the object still has the ETag the caller holds."""
+
+    data: bytes | None
+    etag: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,6 +287,21 @@ class Store(ABC):
     @abstractmethod
     def head(self, key: str) -> ObjectInfo | None:
         """Size and ETag of the object, or ``None`` when absent."""
+
+    def get_if_none_match(self, key: str, etag: str | None) -> Revalidated | None:
+        """The object unless its ETag is still ``etag`` (a conditional GET); ``None`` when absent.
+
+        Object stores send one ``GET`` with ``If-None-Match``; elsewhere a
+        ``head`` decides, then a ``get`` (whose bytes may be newer than the
+        ETag answered: the next revalidation then fetches them again).
+        """
+        info = self.head(key)
+        if info is None:
+            return None
+        if etag is not None and info.etag == etag:
+            return Revalidated(None, etag)
+        data = self.get(key)
+        return None if data is None else Revalidated(data, info.etag)
 
     @abstractmethod
     def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:

@@ -18,6 +18,7 @@ from ._base import (
     PositionalFile,
     PutMode,
     RangeReader,
+    Revalidated,
     Store,
     WriterLease,
 )
@@ -113,6 +114,11 @@ class CountingStore(Store):
         data = self.inner.get(key, byte_range)
         self.count("get", 0 if data is None else len(data))
         return data
+
+    def get_if_none_match(self, key: str, etag: str | None) -> Revalidated | None:
+        answer = self.inner.get_if_none_match(key, etag)
+        self.count("get", 0 if answer is None or answer.data is None else len(answer.data))
+        return answer
 
     def head(self, key: str) -> ObjectInfo | None:
         self.count("head")

@@ -28,6 +28,7 @@ from obstore.exceptions import (
     BaseError,
     InvalidPathError,
     NotFoundError,
+    NotModifiedError,
     PermissionDeniedError,
     PreconditionError,
     UnauthenticatedError,
@@ -48,6 +49,7 @@ from ._base import (
     ObjectInfo,
     Offset,
     PutMode,
+    Revalidated,
     Store,
     Suffix,
     check_key,
@@ -269,6 +271,18 @@ class ObjectStore(Store):
             return None
         return _info(meta)
 
+    def get_if_none_match(self, key: str, etag: str | None) -> Revalidated | None:
+        options = {"if_none_match": etag} if etag else None
+        try:
+            with _translated(key, "read"):
+                result = obstore.get(self._store, self._k(key), options=options)  # type: ignore[arg-type]
+                data = bytes(result.bytes())
+        except NotModifiedError:
+            return Revalidated(None, etag or "")
+        except _MISSING:
+            return None
+        return Revalidated(data, _info(result.meta).etag)
+
     def list_dir(self, prefix: str = "") -> tuple[list[str], list[str]]:
         full = self._k(prefix) if prefix else self.prefix
         with _translated(prefix, "list"):
@@ -370,7 +384,7 @@ def _translated(key: str, verb: str) -> Iterator[None]:
     """Turn obstore's errors (other than the ones the caller handles) into mrecd's."""
     try:
         yield
-    except (*_MISSING, AlreadyExistsError, PreconditionError):
+    except (*_MISSING, AlreadyExistsError, PreconditionError, NotModifiedError):
         raise
     except BaseError as exc:
         raise _error(exc, key, verb) from exc

@@ -11,6 +11,7 @@ from ._base import (
     PositionalFile,
     PutMode,
     RangeReader,
+    Revalidated,
     Store,
     WriterLease,
     join_key,
@@ -46,6 +47,9 @@ class PrefixStore(Store):
 
     def get(self, key: str, byte_range: ByteRequest | None = None) -> bytes | None:
         return self.parent.get(self._k(key), byte_range)
+
+    def get_if_none_match(self, key: str, etag: str | None) -> Revalidated | None:
+        return self.parent.get_if_none_match(self._k(key), etag)
 
     def head(self, key: str) -> ObjectInfo | None:
         return self.parent.head(self._k(key))

@@ -6,6 +6,7 @@ Everything here reads and writes through a :class:`~mrecd.storage.Store`
 the face :mod:`mrecd.api` uses; the ``_`` modules behind it are private.
 """
 
+from ._archive import ArchiveOptions, archive_record
 from ._arrays import array_dtype, read_values
 from ._frames import (
     SectionParts,
@@ -56,6 +57,7 @@ __all__ = [
     "UNBORN",
     "ZIP_BRAND",
     "Appended",
+    "ArchiveOptions",
     "ClosedMetrics",
     "Node",
     "Producer",
@@ -68,6 +70,7 @@ __all__ = [
     "TrajectoryWriter",
     "Tree",
     "WalAppender",
+    "archive_record",
     "array_dtype",
     "build_record",
     "check_blocks",

@@ -217,6 +217,10 @@ def _json_records(body: bytes) -> tuple[list[dict[str, Any]], list[Any]]:
             if item.get(key) is not None:
                 item[key] = Frame.from_dict(item[key], path=f"{where}.{key}")
         trajectory = item.get("trajectory")
+        if trajectory is not None and not isinstance(trajectory, list):
+            raise InvalidRecord(
+                "a record's trajectory is a list of frames", path=f"{where}.trajectory"
+            )
         if isinstance(trajectory, list):
             item["trajectory"] = [
                 Frame.from_dict(f, path=f"{where}.trajectory[{j}]")
