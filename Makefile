@@ -6,7 +6,7 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: venv test soak bench lint fmt serve openapi clean
+.PHONY: venv test chromium soak bench lint fmt serve openapi clean
 
 venv: $(STAMP)
 
@@ -21,8 +21,16 @@ $(VENV)/.bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[test,lint,bench]'
 	@touch $(VENV)/.bench
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	$(PY) -m pytest -q -m "not slow"
+
+# The page tests (tests/page) drive Debian's Chromium; install it when missing (as root, or
+# with sudo). Without it they skip locally and fail under CI=true.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+		{ if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq chromium; } || \
+		echo "chromium not installed: tests/page will skip (or fail under CI)"
 
 # Crash-safety soak: SIGKILL a real writer, then a real server under 8 posters, many more
 # times than the suite does (KILLS=..., SERVER_KILLS=...).

@@ -27,6 +27,11 @@ SUMMARY: Final = {
     "nstep": 2,
     "declaration": DECLARATION,
     "read_only": False,
+    "last_step": 10,
+    "last_time": 5.0,
+    "size": 20817,
+    "updated": "2026-12-02T07:30:00.125+00:00",
+    "live": True,
 }
 FRAME_JSON: Final = {
     "blocks": {

@@ -18,7 +18,7 @@ from ._packs import Packs
 from ._runs import Runs
 from .media import COMPRESSIBLE
 from .problems import add_problem_schema, install_handlers, problem_responses
-from .routes import collections, forcefield, ops, records, trajectory
+from .routes import collections, forcefield, ops, page, records, trajectory
 from .settings import Settings
 
 __all__ = ["create_app"]
@@ -74,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(forcefield.router, prefix="/v1", responses=common)  # before /{section}
     app.include_router(records.router, prefix="/v1", responses=common)
     app.include_router(collections.router, prefix="/v1", responses=common)
+    page.install(app)  # public static files: the data calls carry the token
     _add_middleware(app)
     app.openapi = _with_problem_schema(app)  # type: ignore[method-assign]
     return app

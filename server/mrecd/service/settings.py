@@ -69,6 +69,9 @@ class Settings(BaseSettings):
         Most rows any block of a posted frame may have (422 beyond).
     page_limit
         Largest ``limit`` of a record listing page (and its default).
+    live_seconds
+        A record whose last commit is younger than this is summarized as
+        ``live`` (the page shows it so); older ones as closed.
     events_poll_seconds
         How often a server-sent event stream re-reads the commit marker.
     producer_gap_wait_seconds
@@ -125,6 +128,7 @@ class Settings(BaseSettings):
     max_frames_per_request: int = Field(default=100_000, gt=0)
     max_atoms_per_frame: int = Field(default=50_000_000, gt=0)
     page_limit: int = Field(default=1000, gt=0)
+    live_seconds: float = Field(default=60.0, gt=0)
     events_poll_seconds: float = Field(default=0.1, gt=0)
     producer_gap_wait_seconds: float = Field(default=5.0, ge=0)
     workers: int = Field(default=1, ge=1)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import math
+import os
+import time
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Header, Query, Request, Response
@@ -194,22 +199,71 @@ def _tags(header: str) -> list[str]:
 
 
 @router.get("/records/{name}", responses={200: json_example(SUMMARY), **problem_responses(404)})
-async def record_summary(name: str, runs: RunsDep, _: Read) -> dict[str, Any]:
-    """Sections present, ``nstep`` and the trajectory declaration of record ``name``."""
+async def record_summary(
+    name: str, runs: RunsDep, settings: SettingsDep, _: Read
+) -> dict[str, Any]:
+    """Sections present, ``nstep``, the trajectory declaration and progress of record ``name``.
+
+    ``last_step`` and ``last_time`` are those of the last committed frame;
+    on a file system store, ``size`` is the record's bytes on disk,
+    ``updated`` its last write and ``live`` whether that is younger than the
+    server's ``live_seconds`` (``null`` on object storage, where they would
+    cost a listing).
+    """
     record = await runs.record(name)
 
     def summary() -> dict[str, Any]:
         traj = record.trajectory if record.exists else None
         declaration = None if traj is None else traj.declaration
+        nstep = 0 if traj is None else traj.refresh() if record.read_only else len(traj)
         return {
             "name": name,
             "sections": record.sections if record.exists else [],
-            "nstep": 0 if traj is None else traj.refresh() if record.read_only else len(traj),
+            "nstep": nstep,
             "declaration": None if declaration is None else declaration.to_dict(),
             "read_only": record.read_only,
+            **_last_frame(traj, nstep),
+            **_on_disk(record.local_path, settings.live_seconds),
         }
 
     return await blocking(summary)
+
+
+def _last_frame(traj: api.Trajectory | None, nstep: int) -> dict[str, Any]:
+    """``last_step`` and ``last_time`` of the last committed frame (``None`` before the first)."""
+    if traj is None or nstep == 0:
+        return {"last_step": None, "last_time": None}
+    times = traj.times()
+    last_time = None if times is None else float(times[nstep - 1])
+    return {
+        "last_step": int(traj.steps()[nstep - 1]),
+        "last_time": last_time if last_time is None or math.isfinite(last_time) else None,
+    }
+
+
+def _on_disk(path: str | None, live_seconds: float) -> dict[str, Any]:
+    """``size`` (bytes), ``updated`` (last write, ISO 8601 UTC) and ``live`` of a local record.
+
+    All three are ``None`` off the file system, where they would cost a listing.
+    """
+    if path is None or not os.path.exists(path):
+        return {"size": None, "updated": None, "live": None}
+    if os.path.isfile(path):  # a packed record: closed for good
+        stat = os.stat(path)
+        return {"size": stat.st_size, "updated": _iso(stat.st_mtime), "live": False}
+    size, updated = 0, 0.0
+    for root, _, files in os.walk(path):
+        for file in files:
+            with contextlib.suppress(FileNotFoundError):  # a commit renamed it meanwhile
+                stat = os.stat(os.path.join(root, file))
+                size += stat.st_size
+                updated = max(updated, stat.st_mtime)
+    live = time.time() - updated < live_seconds
+    return {"size": size, "updated": _iso(updated) if updated else None, "live": live}
+
+
+def _iso(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds")
 
 
 @router.delete(
