@@ -186,10 +186,10 @@ def test_a_pushed_record_reads_from_s3(pushed: dict[str, Any]) -> None:
         catalog.create_collection("c", meta={"units": {"length": "angstrom"}})
 
 
-def test_live_appends_on_s3_are_refused_clearly(pushed: dict[str, Any]) -> None:
+def test_live_appends_to_a_pushed_sharded_record_are_refused_clearly(pushed: dict[str, Any]) -> None:
     with mrecd.open(f"{pushed['bucket']}/lab").record("run-42", mode="r+") as rec:
         assert rec.trajectory is not None
-        with pytest.raises(mrecd.ReadOnlyError, match="not live appends"):
+        with pytest.raises(mrecd.ReadOnlyError, match="sharded array on object storage"):
             rec.trajectory.append(
                 mrecd.Frame(pushed["frames"][0].blocks, meta={"pe": 0.0}, step=9999)
             )

@@ -234,12 +234,6 @@ class Trajectory(Sequence[Frame]):
             return self._writer
         if self._read_only:
             raise ReadOnlyError("the record is open read-only", path=self._path.key)
-        if not self._path.store.positional_writes:
-            raise ReadOnlyError(
-                f"{self._path.store.url} takes whole records (mrecd push), not live appends: write"
-                " the run on a directory or memory store and push it when closed",
-                path=self._path.key,
-            )
         if self._version == 1:
             raise ReadOnlyError(
                 "a version-1 trajectory is read, never appended to (record.md §4.1)",

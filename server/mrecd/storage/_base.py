@@ -77,10 +77,15 @@ PutMode = Literal["overwrite", "create"] | IfMatch
 
 @dataclass(frozen=True, slots=True)
 class ObjectInfo:
-    """What ``head`` answers: the object's ``size`` in bytes and its ``etag``."""
+    """What ``head`` answers: the object's ``size`` in bytes and its ``etag``.
+
+    ``modified`` is the last write as POSIX seconds where the store says
+    (object storage; ``None`` elsewhere).
+    """
 
     size: int
     etag: str
+    modified: float | None = None
 
 
 def check_key(key: str) -> str:
