@@ -186,7 +186,7 @@ def test_a_pushed_record_reads_from_s3(pushed: dict[str, Any]) -> None:
         catalog.create_collection("c", meta={"units": {"length": "angstrom"}})
 
 
-def test_live_appends_to_a_pushed_sharded_record_are_refused_clearly(pushed: dict[str, Any]) -> None:
+def test_live_appends_to_a_pushed_sharded_record_are_refused(pushed: dict[str, Any]) -> None:
     with mrecd.open(f"{pushed['bucket']}/lab").record("run-42", mode="r+") as rec:
         assert rec.trajectory is not None
         with pytest.raises(mrecd.ReadOnlyError, match="sharded array on object storage"):

@@ -19,24 +19,28 @@ import numpy.typing as npt
 
 from ..bindings.zarr import (
     Appended,
+    Garbage,
     Producer,
     ProducerTable,
     TrajectoryReader,
     TrajectoryWriter,
     Tree,
+    collect_garbage,
     create_trajectory_group,
 )
-from ..errors import InvalidRecord, MrecdError, PreconditionFailed, ReadOnlyError
+from ..errors import InvalidRecord, MrecdError, NotFound, PreconditionFailed, ReadOnlyError
 from ..model import Block, Declaration, Frame
-from ..storage import Location, WriterLease, location_of
+from ..storage import Location, WriterLease, location_of, open_store
 from ._protocols import FrameSlice
 from ._violations import Violation
 
 __all__ = [
     "Appended",
     "FrameSlice",
+    "Garbage",
     "Producer",
     "Trajectory",
+    "collect_trajectory_garbage",
     "create_trajectory",
     "open_trajectory",
     "validate_trajectory",
@@ -478,3 +482,38 @@ def validate_trajectory(record: Any) -> list[Violation]:
         ]
     finally:
         reader.close()
+
+
+def collect_trajectory_garbage(
+    target: str, *, dry_run: bool = False
+) -> list[tuple[str, Garbage]]:
+    """``mrecd gc``: delete objects past the committed ``nstep`` of trajectories at ``target``.
+
+    ``target`` is a record root (``s3://bucket/lab/run.mrec``), a catalog
+    with its record's name (``s3://bucket/lab/run``), or a catalog (every
+    record in it). Answers ``(record url, garbage)`` per trajectory.
+
+    Raises
+    ------
+    NotFound
+        No trajectory at ``target``.
+    """
+    roots = _trajectory_roots(target.rstrip("/"))
+    return [(str(root), collect_garbage(root, dry_run=dry_run)) for root in roots]
+
+
+def _trajectory_roots(target: str) -> list[Location]:
+    store = open_store(target)
+    marker = "trajectory/zarr.json"
+    if store.exists(marker):
+        return [Location(store, "")]
+    records = [d for d in store.list_dir("")[0] if d.endswith(".mrec")]
+    found = [Location(store, d) for d in records if store.exists(f"{d}/{marker}")]
+    if found:
+        return found
+    head, _, name = target.rpartition("/")
+    if head and "://" not in name:
+        parent = open_store(head)
+        if parent.exists(f"{name}.mrec/{marker}"):
+            return [Location(parent, f"{name}.mrec")]
+    raise NotFound("no trajectory (nor records with one) here", path=target)

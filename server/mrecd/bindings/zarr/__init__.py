@@ -27,6 +27,7 @@ from ._metrics import (
     read_metrics,
     read_wal,
 )
+from ._object_live import Garbage, collect_garbage
 from ._observables import (
     frame_axis_problems,
     observable_problems,
@@ -57,6 +58,7 @@ __all__ = [
     "ZIP_BRAND",
     "Appended",
     "ClosedMetrics",
+    "Garbage",
     "Node",
     "Producer",
     "ProducerTable",
@@ -72,6 +74,7 @@ __all__ = [
     "build_record",
     "check_blocks",
     "closed_catalog",
+    "collect_garbage",
     "create_trajectory_group",
     "densified_writer",
     "densify_plan",

@@ -211,9 +211,7 @@ class ConditionalStore(Store):
         raw = bytes(data)
         with self._lock:
             if self._lost:
-                raise WriterBusy(
-                    "this writer lost a race earlier: reopen the trajectory", path=key
-                )
+                raise WriterBusy("this writer lost a race earlier: reopen the trajectory", path=key)
             if key == self.marker:
                 return self._publish(key, raw, mode, durable)
             chosen = mode if mode != "overwrite" else self._mode_for(key)
@@ -256,8 +254,10 @@ class ConditionalStore(Store):
             self._kept[key] = raw
 
     def _publish(self, key: str, raw: bytes, mode: PutMode, durable: bool) -> str:
-        late = self._started is not None and time.time() - self._started > self.grace / 2
-        if late:  # others may take our unpublished objects for a dead writer's by now
+        elapsed = 0.0 if self._started is None else time.time() - self._started
+        if (
+            self.grace and elapsed > self.grace / 2
+        ):  # others may take our unpublished objects for a dead writer's by now
             self._rollback()
             raise WriterBusy(
                 f"the commit took more than {self.grace / 2:g} s before its marker; abandoned"
@@ -389,7 +389,9 @@ class ObjectArrayAppender(ArrayAppender):
         store.put((self.path / "zarr.json").key, dumps_json(metadata))
 
     def write_metadata(self) -> None:
-        self.path.store.put((self.path / "zarr.json").key, dumps_json(self._metadata(self._flushed)))
+        self.path.store.put(
+            (self.path / "zarr.json").key, dumps_json(self._metadata(self._flushed))
+        )
 
     def sync(self) -> None:
         """Nothing: an acknowledged PUT is durable."""
@@ -509,7 +511,8 @@ def collect_garbage(root: Location, *, dry_run: bool = False) -> Garbage:
         finally:
             reader.close()
         now = time.time()
-        deleted, young = [], []
+        deleted: list[str] = []
+        young: list[str] = []
         for key, info in listing.items():
             if _referenced(key[len(base) + 1 :], groups, arrays, grids):
                 continue

@@ -286,7 +286,8 @@ def _layout_of(metadata: Mapping[str, Any]) -> ArrayLayout:
         # mrecd's live layout on object storage (_object_live): unsharded chunks
         rows = int(metadata["chunk_grid"]["configuration"]["chunk_shape"][0])
         trailing = tuple(int(n) for n in metadata["shape"][1:])
-        return ArrayLayout(DTYPE_OF_ZARR[metadata["data_type"]], trailing, rows, rows, tuple(codecs))
+        dtype = DTYPE_OF_ZARR[metadata["data_type"]]
+        return ArrayLayout(dtype, trailing, rows, rows, tuple(codecs))
     if len(codecs) != 1 or codecs[0].get("name") != "sharding_indexed":
         raise ReadOnlyError(
             "the array is not sharded the way mrecd appends; it cannot be appended to"
