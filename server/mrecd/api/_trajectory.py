@@ -9,6 +9,7 @@ Any number of readers.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -27,6 +28,7 @@ from ..bindings.zarr import (
     Tree,
     collect_garbage,
     create_trajectory_group,
+    writer_is_stale,
 )
 from ..errors import InvalidRecord, MrecdError, NotFound, PreconditionFailed, ReadOnlyError
 from ..model import Block, Declaration, Frame
@@ -357,6 +359,10 @@ class Trajectory(Sequence[Frame]):
         """
         with self._mutex:
             self._lease_wait = wait  # the first append of a new trajectory waits as long
+            if self._writer is not None and writer_is_stale(self._writer.root):
+                # object storage: another process committed; this writer would lose
+                with contextlib.suppress(MrecdError):
+                    self.release_writer()
             if self._writer is None and self._reader is not None:
                 self._writer_for(None, wait=wait)
             return len(self)

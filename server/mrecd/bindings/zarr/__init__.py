@@ -27,7 +27,7 @@ from ._metrics import (
     read_metrics,
     read_wal,
 )
-from ._object_live import Garbage, collect_garbage
+from ._object_live import Garbage, collect_garbage, writer_is_stale
 from ._observables import (
     frame_axis_problems,
     observable_problems,
@@ -95,4 +95,5 @@ __all__ = [
     "rebase",
     "record_kind",
     "typed_attributes",
+    "writer_is_stale",
 ]

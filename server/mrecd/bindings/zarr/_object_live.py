@@ -65,6 +65,7 @@ __all__ = [
     "rows_per_chunk",
     "tail_grace",
     "trust_committed",
+    "writer_is_stale",
 ]
 
 #: Frames per chunk of a block while live on object storage. A commit of ``b``
@@ -330,6 +331,20 @@ def live_root(root: Location) -> Location:
     if store.positional_writes or isinstance(store, ConditionalStore):
         return root
     return Location(ConditionalStore(store, f"{root.key}/trajectory".lstrip("/")), root.key)
+
+
+def writer_is_stale(root: Location) -> bool:
+    """Whether another writer committed since the writer on ``root`` (its live root) last did.
+
+    One HEAD of the marker; always ``False`` where a lease keeps writers apart.
+    """
+    store = root.store
+    if not isinstance(store, ConditionalStore):
+        return False
+    with store._lock:
+        seen = store.seen.get(store.marker)
+    now = store.inner.head(store.marker)
+    return seen is None or now is None or seen.etag != now.etag
 
 
 def trust_committed(root: Location, reader: TrajectoryReader) -> None:
