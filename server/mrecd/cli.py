@@ -173,10 +173,8 @@ def _add_transfer(commands: argparse._SubParsersAction[argparse.ArgumentParser])
 
 
 def _gc(args: argparse.Namespace) -> int:
-    from .api._trajectory import collect_trajectory_garbage
-
     verb = "would delete" if args.dry_run else "deleted"
-    for url, garbage in collect_trajectory_garbage(args.target, dry_run=args.dry_run):
+    for url, garbage in api.collect_trajectory_garbage(args.target, dry_run=args.dry_run):
         for key in garbage.deleted:
             print(f"{verb} {key}")
         if garbage.young:

@@ -21,7 +21,7 @@ from ._collection import (
 from ._protocols import FrameSlice, TrajectoryLike
 from ._record import StoredRecord, create_record, open_record, pack_record
 from ._runsurface import HostMetrics, host_metric_stems, open_host_metrics
-from ._trajectory import Appended, Producer, Trajectory
+from ._trajectory import Appended, Producer, Trajectory, collect_trajectory_garbage
 from ._validate import validate_record
 from ._violations import Violation
 
@@ -44,6 +44,7 @@ __all__ = [
     "TrajectoryLike",
     "Violation",
     "check_record_name",
+    "collect_trajectory_garbage",
     "create_collection",
     "create_record",
     "host_metric_stems",

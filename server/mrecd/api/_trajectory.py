@@ -349,8 +349,10 @@ class Trajectory(Sequence[Frame]):
         """Hold the writer lease, waiting up to ``wait`` s for another process to give it up.
 
         Taking the lease re-reads the committed state (frames and producer
-        state another writer committed meanwhile); a held lease is kept. A
-        trajectory not created yet is left to its first append. Returns ``len``.
+        state another writer committed meanwhile); a held lease is kept. On
+        object storage (no lease) a held writer is reopened when another
+        writer committed since (one HEAD of the marker). A trajectory not
+        created yet is left to its first append. Returns ``len``.
 
         Raises
         ------

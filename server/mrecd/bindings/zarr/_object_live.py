@@ -31,6 +31,7 @@ import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import IO, Any, Final
 
@@ -74,6 +75,8 @@ __all__ = [
 LIVE_FRAMES_PER_CHUNK: Final = 8
 #: Rows per chunk of a per-step array (step, time, meta, indexes) while live.
 LIVE_DENSE_CHUNK_ROWS: Final = 64
+#: Chunk PUTs of one array's commit in flight at once.
+UPLOAD_THREADS: Final = 8
 #: Default of :func:`tail_grace`.
 DEFAULT_TAIL_GRACE: Final = 10.0
 _MARKER: Final = "zarr.json"
@@ -96,6 +99,18 @@ def rows_per_chunk(store: Store, frame_rows: int, narrowest_row_bytes: int) -> i
     if store.positional_writes or frame_rows == 0:
         return rows
     return min(rows, frame_rows * LIVE_FRAMES_PER_CHUNK)
+
+
+_UPLOADS: list[ThreadPoolExecutor] = []
+_UPLOADS_LOCK = threading.Lock()
+
+
+def _uploads() -> ThreadPoolExecutor:
+    """Threads PUTting one commit's chunks concurrently (object stores want parallel requests)."""
+    with _UPLOADS_LOCK:
+        if not _UPLOADS:
+            _UPLOADS.append(ThreadPoolExecutor(UPLOAD_THREADS, thread_name_prefix="mrecd-put"))
+        return _UPLOADS[0]
 
 
 def _live_layout(layout: ArrayLayout) -> ArrayLayout:
@@ -210,27 +225,31 @@ class ConditionalStore(Store):
             flight); what this commit wrote is rolled back.
         """
         raw = bytes(data)
-        with self._lock:
+        with self._lock:  # bookkeeping only: PUTs of several keys may be in flight at once
             if self._lost:
                 raise WriterBusy("this writer lost a race earlier: reopen the trajectory", path=key)
             if key == self.marker:
                 return self._publish(key, raw, mode, durable)
             chosen = mode if mode != "overwrite" else self._mode_for(key)
-            if key not in self._undo:
-                self._undo[key] = None if chosen == "create" else self._kept.get(key)
+            before = None if chosen == "create" else self._kept.get(key)
+            self._undo.setdefault(key, before)
             self._started = self._started or time.time()
-            try:
-                etag = self.inner.put(key, raw, mode=chosen, durable=durable)
-            except PreconditionFailed:
+        try:
+            etag = self.inner.put(key, raw, mode=chosen, durable=durable)
+        except PreconditionFailed:
+            with self._lock:
                 self._undo.pop(key, None)
                 self._rollback()
-                raise WriterBusy(
-                    "another writer wrote this trajectory since this writer read it;"
-                    " nothing of this commit is visible (reopen and retry)",
-                    path=key,
-                ) from None
+            raise WriterBusy(
+                "another writer wrote this trajectory since this writer read it;"
+                " nothing of this commit is visible (reopen and retry)",
+                path=key,
+            ) from None
+        with self._lock:
             self._wrote(key, raw, etag)
-            return etag
+            if self._lost:  # another PUT of this commit lost meanwhile: take this one back
+                self._undo_one(key, before, fresh=True)
+        return etag
 
     def _mode_for(self, key: str) -> PutMode:
         info = self.seen.get(key)
@@ -284,17 +303,21 @@ class ConditionalStore(Store):
         undo, self._undo = self._undo, {}
         fresh = self._started is not None and time.time() - self._started < self.grace / 2
         for key, before in reversed(list(undo.items())):
-            info = self.seen.get(key)
-            try:
-                if before is None and fresh:  # created by us moments ago: nobody else's yet
-                    self.inner.delete(key)
-                    self.seen.pop(key, None)
-                elif before is not None and info is not None:
-                    etag = self.inner.put(key, before, mode=IfMatch(info.etag))
-                    self.seen[key] = ObjectInfo(len(before), etag, time.time())
-            except (PreconditionFailed, WriterBusy):
-                continue  # changed by another writer since: not ours to restore
+            self._undo_one(key, before, fresh=fresh)
         self._started = None
+
+    def _undo_one(self, key: str, before: bytes | None, *, fresh: bool) -> None:
+        """Delete ``key`` (created by us moments ago: nobody else's yet) or restore ``before``."""
+        info = self.seen.get(key)
+        try:
+            if before is None and fresh:
+                self.inner.delete(key)
+                self.seen.pop(key, None)
+            elif before is not None and info is not None:
+                etag = self.inner.put(key, before, mode=IfMatch(info.etag))
+                self.seen[key] = ObjectInfo(len(before), etag, time.time())
+        except (PreconditionFailed, WriterBusy):
+            pass  # changed by another writer since: not ours to restore
 
     def put_file(
         self,
@@ -396,11 +419,22 @@ class ObjectArrayAppender(ArrayAppender):
         ndim = 1 + len(self.layout.trailing)
         total = int(metadata["shape"][0])
         partial = total // self.layout.chunk_rows if total % self.layout.chunk_rows else None
-        for chunk, data in encoded:
+
+        def put(chunk: int, data: bytes) -> None:
             key = (self.path / chunk_key(chunk, ndim)).key
             store.put(key, data)
             if isinstance(store, ConditionalStore):
                 store.keep(key, data if chunk == partial else None)
+
+        if len(encoded) > 1:  # the chunks of one commit go up side by side
+            futures = [_uploads().submit(put, chunk, data) for chunk, data in encoded]
+            errors = [f.exception() for f in futures]  # every one settled before we go on
+            first = next((e for e in errors if e is not None), None)
+            if first is not None:
+                raise first
+        else:
+            for chunk, data in encoded:
+                put(chunk, data)
         store.put((self.path / "zarr.json").key, dumps_json(metadata))
 
     def write_metadata(self) -> None:
