@@ -27,7 +27,7 @@ from mrecd.api._trajectory import (
 from mrecd.bindings.zarr import collect_garbage
 from mrecd.bindings.zarr._object_live import LIVE_FRAMES_PER_CHUNK, ConditionalStore
 from mrecd.cli import main
-from mrecd.errors import StoreUnavailable, WriterBusy
+from mrecd.errors import StepOrderError, StoreUnavailable, WriterBusy
 from mrecd.storage import ByteRequest, Location, ObjectInfo, PutMode, Store
 from mrecd.storage._object import ObjectStore
 
@@ -208,6 +208,19 @@ def test_a_young_tail_is_not_overwritten(store: Store) -> None:
     traj.close()
 
 
+def test_a_slow_producer_is_not_taken_for_a_slow_commit(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MRECD_LIVE_TAIL_GRACE", "0.2")
+    root = new_trajectory(store)
+    with open_trajectory(root) as traj:
+        traj.append(tagged(0, 0))  # the block's group document is PUT now
+        time.sleep(0.15)  # more than half the grace before the commit
+        traj.append(tagged(1, 1))
+        traj.flush()
+    assert_frames(root, 2)
+
+
 def test_gc_deletes_only_what_is_past_the_commit(
     store: Store, no_grace: None, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -298,6 +311,8 @@ def race(root: Location, writer: int, count: int, stats: dict[str, int]) -> None
                     traj.append(tagged(n, tag))
                     traj.flush()
                     break
+                except StepOrderError:
+                    continue  # another writer committed since len was read: a new step
                 except WriterBusy:
                     stats["lost"] += 1
                     with contextlib.suppress(WriterBusy):  # the lost writer cannot commit

@@ -171,6 +171,15 @@ class ConditionalStore(Store):
                 if data is not None:
                     self._kept[key] = data
 
+    def begin(self) -> None:
+        """The commit's data PUTs start: its marker must follow within half the grace.
+
+        Not counted from a group document PUT when a block is first queued:
+        the commit rewrites that document ``If-Match`` on our ETag anyway.
+        """
+        with self._lock:
+            self._started = self._started or time.time()
+
     def keep(self, key: str, data: bytes | None) -> None:
         """Remember (``None``: forget) what this writer put at ``key``, for a rollback."""
         with self._lock:
@@ -233,7 +242,6 @@ class ConditionalStore(Store):
             chosen = mode if mode != "overwrite" else self._mode_for(key)
             before = None if chosen == "create" else self._kept.get(key)
             self._undo.setdefault(key, before)
-            self._started = self._started or time.time()
         try:
             etag = self.inner.put(key, raw, mode=chosen, durable=durable)
         except PreconditionFailed:
@@ -418,6 +426,8 @@ class ObjectArrayAppender(ArrayAppender):
         store = self.path.store
         ndim = 1 + len(self.layout.trailing)
         total = int(metadata["shape"][0])
+        if isinstance(store, ConditionalStore):
+            store.begin()
         partial = total // self.layout.chunk_rows if total % self.layout.chunk_rows else None
 
         def put(chunk: int, data: bytes) -> None:
