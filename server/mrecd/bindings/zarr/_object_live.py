@@ -27,7 +27,6 @@ deletes such tails.
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -48,6 +47,7 @@ from ...storage import (
     Store,
     WriterLease,
     dumps_json,
+    live_tail_grace,
     read_json,
 )
 from ...storage._base import ByteRequest
@@ -77,20 +77,19 @@ LIVE_FRAMES_PER_CHUNK: Final = 8
 LIVE_DENSE_CHUNK_ROWS: Final = 64
 #: Chunk PUTs of one array's commit in flight at once.
 UPLOAD_THREADS: Final = 8
-#: Default of :func:`tail_grace`.
-DEFAULT_TAIL_GRACE: Final = 10.0
 _MARKER: Final = "zarr.json"
 
 
 def tail_grace() -> float:
     """Seconds after which an object past the commit is taken for a crashed writer's.
 
-    ``MRECD_LIVE_TAIL_GRACE`` overrides :data:`DEFAULT_TAIL_GRACE`. A writer
-    abandons a commit still unpublished after half of it, so a slower writer
-    never publishes objects another one has since overwritten.
+    :func:`~mrecd.storage.live_tail_grace` (``MRECD_LIVE_TAIL_GRACE``, 10 s).
+    A writer abandons a commit still unpublished after half of it, so a
+    slower writer never publishes objects another one has since overwritten.
+    ``0`` (one writer restarting after a crash, tests) takes every tail for
+    dead at once.
     """
-    raw = os.environ.get("MRECD_LIVE_TAIL_GRACE")
-    return DEFAULT_TAIL_GRACE if raw is None else max(0.0, float(raw))
+    return live_tail_grace()
 
 
 def rows_per_chunk(store: Store, frame_rows: int, narrowest_row_bytes: int) -> int:
