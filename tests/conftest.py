@@ -78,5 +78,5 @@ def s3_bucket(moto_endpoint: str) -> str:
     import httpx
 
     name = f"b-{uuid.uuid4().hex[:20]}"
-    httpx.put(f"{moto_endpoint}/{name}").raise_for_status()
+    httpx.put(f"{moto_endpoint}/{name}", timeout=60).raise_for_status()  # a loaded machine
     return f"s3://{name}"

@@ -11,6 +11,7 @@ Subcommands::
     mrecd ingest TOPOLOGY [TRAJECTORY...] (-o STORE/NAME | --to http://HOST:PORT/NAME [--token T])
                  [--precision P] [--format F] [--quiet]
     mrecd export STORE/NAME -o out.xtc|.dcd|.pdb|.gro [--frame I] [--force]
+    mrecd gc STORE[/NAME] [--dry-run]
     mrecd serve [STORE] [--host 127.0.0.1] [--port 8000] [--workers N] [--insecure] [--config F]
 
 Exit status: 0 on success (``validate``: the record is clean), 1 when
@@ -202,6 +203,30 @@ def _add_transfer(commands: argparse._SubParsersAction[argparse.ArgumentParser])
         command.set_defaults(run=run)
 
 
+def _gc(args: argparse.Namespace) -> int:
+    verb = "would delete" if args.dry_run else "deleted"
+    for url, garbage in api.collect_trajectory_garbage(args.target, dry_run=args.dry_run):
+        for key in garbage.deleted:
+            print(f"{verb} {key}")
+        if garbage.young:
+            print(
+                f"{url}: left {len(garbage.young)} object(s) past the commit younger than the"
+                " grace (a commit may be in flight)",
+                file=sys.stderr,
+            )
+        print(f"{url}: {len(garbage.deleted)} object(s) {verb}", file=sys.stderr)
+    return 0
+
+
+def _gc_command(commands: Any) -> None:
+    gc = commands.add_parser(
+        "gc", help="delete a trajectory's objects past its committed nstep (a crashed writer's)"
+    )
+    gc.add_argument("target", help="a store (every record), STORE/NAME, or a record root")
+    gc.add_argument("--dry-run", action="store_true", help="list what would go, delete nothing")
+    gc.set_defaults(run=_gc)
+
+
 def _without_mdanalysis(run: Callable[[argparse.Namespace], int]) -> Callable[..., int]:
     """``run``, but without MDAnalysis: say how to install it and exit 2 (no traceback)."""
 
@@ -360,6 +385,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_transfer(commands)
     _md_commands(commands)
     _serve_command(commands)
+    _gc_command(commands)
     return parser
 
 

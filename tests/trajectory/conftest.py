@@ -13,7 +13,8 @@ import pytest
 
 import mrecd
 from mrecd.api._trajectory import Trajectory, create_trajectory, open_trajectory
-from mrecd.storage import Location, drop_memory_store, memory_store
+from mrecd.storage import Location, Store, drop_memory_store, memory_store
+from mrecd.storage._object import ObjectStore
 
 
 def make_root(path: Any) -> Any:
@@ -31,17 +32,36 @@ def make_root(path: Any) -> Any:
     return path
 
 
-@pytest.fixture(params=["directory", "memory"])
+@pytest.fixture(params=["directory", "memory", "object", "s3"])
 def root(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
-    """A record root on a directory (a Path) and in a memory store (a Location)."""
+    """A record root on a directory (a Path), in a memory store, and on object storage.
+
+    ``object`` is obstore's in-memory object store, ``s3`` a moto bucket: both
+    take mrecd's live object layout (unsharded chunks, conditional PUTs).
+    """
     if request.param == "directory" or request.node.get_closest_marker("directory_only"):
-        if request.param == "memory":
+        if request.param != "directory":
             pytest.skip("inspects or damages files directly: directory only")
         yield make_root(tmp_path / "run.mrec")
+        return
+    if request.param in ("object", "s3"):
+        if request.node.get_closest_marker("positional_only"):
+            pytest.skip("inspects the sharded positional layout: not object storage")
+        yield make_root(Location(object_store(request), "run.mrec"))
         return
     name = uuid.uuid4().hex
     yield make_root(Location(memory_store(name), "run.mrec"))
     drop_memory_store(name)
+
+
+def object_store(request: pytest.FixtureRequest) -> Store:
+    """A fresh object store: obstore's in-memory one, or a prefix of a moto bucket."""
+    if request.param == "object":
+        from obstore.store import MemoryStore
+
+        return ObjectStore(MemoryStore(), "memory-obstore://test", "lab")
+    bucket = request.getfixturevalue("s3_bucket")
+    return ObjectStore.from_url(f"{bucket}/lab")
 
 
 @pytest.fixture

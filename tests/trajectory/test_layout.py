@@ -429,6 +429,7 @@ def test_bitwise_comparison_after_rounding(root: Path, new_trajectory) -> None:
     assert np.all(stored_y == mrecd.quantize(stored_y, 1e-3))
 
 
+@pytest.mark.positional_only
 def test_precision_rounds_stored_values(root: Path, new_trajectory) -> None:
     traj = new_trajectory(xyz_declaration(precision=1e-3))
     rng = np.random.default_rng(3)

@@ -137,6 +137,7 @@ def test_readers_are_not_blocked_by_a_writer(root: Path) -> None:
     writer.close()
 
 
+@pytest.mark.positional_only
 def test_reopen_trims_uncommitted_tail(root: Path) -> None:
     """chunking.md §3: x holds 3 frames, nstep says 2: reopen shrinks x to 2N, frame 2 rewritten."""
     traj = open_trajectory(root)
@@ -462,6 +463,7 @@ def test_zero_frame_trajectory(root: Path) -> None:
         traj[0]
 
 
+@pytest.mark.positional_only
 def test_stale_uncommitted_block_group_is_replaced(root: Path) -> None:
     """A crash after a block's first arrays but before the commit leaves a group with no update."""
     declaration = xyz_declaration()
@@ -552,6 +554,7 @@ def test_queued_materialization_is_invisible_until_its_commit(root: Path) -> Non
     assert [f["atoms"].count for f in open_trajectory(root)] == [3, 3, 4]
 
 
+@pytest.mark.positional_only
 def test_offset_without_step_index_is_an_unfinished_commit(root: Path) -> None:
     """Writers land offset before step_index; a lone offset is ignored, not refused."""
     traj = open_trajectory(root)
@@ -569,6 +572,7 @@ def test_offset_without_step_index_is_an_unfinished_commit(root: Path) -> None:
     assert [f["atoms"].count for f in open_trajectory(root)] == [2, 2, 5]
 
 
+@pytest.mark.positional_only
 def test_readers_keep_a_bounded_number_of_shards_open(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -42,11 +42,14 @@ def frames(n: int, atoms: int = 50) -> list[mrecd.Frame]:
     return out
 
 
-@pytest.fixture(params=["directory", "memory"])
+@pytest.fixture(params=["directory", "memory", "s3"])
 def catalog_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """A writable catalog URL: a local directory or a memory store."""
+    """A writable catalog URL: a local directory, a memory store, or a moto bucket."""
     if request.param == "directory":
         yield str(tmp_path / "data")
+        return
+    if request.param == "s3":
+        yield f"{request.getfixturevalue('s3_bucket')}/lab"
         return
     name = uuid.uuid4().hex
     yield f"memory://{name}"
@@ -150,6 +153,8 @@ def test_memory_catalogs_of_one_name_share_their_records() -> None:
 
 
 def test_second_writer_is_refused_on_each_store(catalog_url: str) -> None:
+    if catalog_url.startswith("s3://"):
+        pytest.skip("no lease on object storage: the commit decides (test_object_live.py)")
     store = mrecd.open(catalog_url)
     with store.create_record("run", system=system(), declaration=DECL) as rec:
         assert rec.trajectory is not None
@@ -186,10 +191,10 @@ def test_a_pushed_record_reads_from_s3(pushed: dict[str, Any]) -> None:
         catalog.create_collection("c", meta={"units": {"length": "angstrom"}})
 
 
-def test_live_appends_on_s3_are_refused_clearly(pushed: dict[str, Any]) -> None:
+def test_live_appends_to_a_pushed_sharded_record_are_refused(pushed: dict[str, Any]) -> None:
     with mrecd.open(f"{pushed['bucket']}/lab").record("run-42", mode="r+") as rec:
         assert rec.trajectory is not None
-        with pytest.raises(mrecd.ReadOnlyError, match="not live appends"):
+        with pytest.raises(mrecd.ReadOnlyError, match="sharded array on object storage"):
             rec.trajectory.append(
                 mrecd.Frame(pushed["frames"][0].blocks, meta={"pe": 0.0}, step=9999)
             )

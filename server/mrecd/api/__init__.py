@@ -23,7 +23,7 @@ from ._protocols import FrameSlice, TrajectoryLike
 from ._record import StoredRecord, create_record, open_record, pack_record
 from ._runsurface import HostMetrics, host_metric_stems, open_host_metrics
 from ._snapshots import SnapshotCollection, publish_collection
-from ._trajectory import Appended, Producer, Trajectory
+from ._trajectory import Appended, Producer, Trajectory, collect_trajectory_garbage
 from ._validate import validate_record
 from ._violations import Violation
 
@@ -48,6 +48,7 @@ __all__ = [
     "Violation",
     "archive_record",
     "check_record_name",
+    "collect_trajectory_garbage",
     "create_collection",
     "create_record",
     "host_metric_stems",

@@ -108,6 +108,15 @@ class Catalog:
         """Escape hatch: the local root directory, or ``None`` for memory and object storage."""
         return None if self._store.url.startswith("memory:") else self._store.local_directory()
 
+    @property
+    def lease_free_writes(self) -> bool:
+        """Whether writers in other processes append without a lease (object storage).
+
+        There each commit's conditional PUTs decide who wins; a writer that
+        lost reopens and tries again.
+        """
+        return not self._store.positional_writes
+
     def _live(self, name: str) -> Location:
         return self._root / f"{check_record_name(name)}{BRAND}"
 

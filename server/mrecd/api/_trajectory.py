@@ -9,6 +9,7 @@ Any number of readers.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -19,24 +20,29 @@ import numpy.typing as npt
 
 from ..bindings.zarr import (
     Appended,
+    Garbage,
     Producer,
     ProducerTable,
     TrajectoryReader,
     TrajectoryWriter,
     Tree,
+    collect_garbage,
     create_trajectory_group,
+    writer_is_stale,
 )
-from ..errors import InvalidRecord, MrecdError, PreconditionFailed, ReadOnlyError
+from ..errors import InvalidRecord, MrecdError, NotFound, PreconditionFailed, ReadOnlyError
 from ..model import Block, Declaration, Frame
-from ..storage import Location, WriterLease, location_of
+from ..storage import Location, WriterLease, location_of, open_store
 from ._protocols import FrameSlice
 from ._violations import Violation
 
 __all__ = [
     "Appended",
     "FrameSlice",
+    "Garbage",
     "Producer",
     "Trajectory",
+    "collect_trajectory_garbage",
     "create_trajectory",
     "open_trajectory",
     "validate_trajectory",
@@ -234,12 +240,6 @@ class Trajectory(Sequence[Frame]):
             return self._writer
         if self._read_only:
             raise ReadOnlyError("the record is open read-only", path=self._path.key)
-        if not self._path.store.positional_writes:
-            raise ReadOnlyError(
-                f"{self._path.store.url} takes whole records (mrecd push), not live appends: write"
-                " the run on a directory or memory store and push it when closed",
-                path=self._path.key,
-            )
         if self._version == 1:
             raise ReadOnlyError(
                 "a version-1 trajectory is read, never appended to (record.md §4.1)",
@@ -349,8 +349,10 @@ class Trajectory(Sequence[Frame]):
         """Hold the writer lease, waiting up to ``wait`` s for another process to give it up.
 
         Taking the lease re-reads the committed state (frames and producer
-        state another writer committed meanwhile); a held lease is kept. A
-        trajectory not created yet is left to its first append. Returns ``len``.
+        state another writer committed meanwhile); a held lease is kept. On
+        object storage (no lease) a held writer is reopened when another
+        writer committed since (one HEAD of the marker). A trajectory not
+        created yet is left to its first append. Returns ``len``.
 
         Raises
         ------
@@ -359,6 +361,10 @@ class Trajectory(Sequence[Frame]):
         """
         with self._mutex:
             self._lease_wait = wait  # the first append of a new trajectory waits as long
+            if self._writer is not None and writer_is_stale(self._writer.root):
+                # object storage: another process committed; this writer would lose
+                with contextlib.suppress(MrecdError):
+                    self.release_writer()
             if self._writer is None and self._reader is not None:
                 self._writer_for(None, wait=wait)
             return len(self)
@@ -484,3 +490,38 @@ def validate_trajectory(record: Any) -> list[Violation]:
         ]
     finally:
         reader.close()
+
+
+def collect_trajectory_garbage(
+    target: str, *, dry_run: bool = False
+) -> list[tuple[str, Garbage]]:
+    """``mrecd gc``: delete objects past the committed ``nstep`` of trajectories at ``target``.
+
+    ``target`` is a record root (``s3://bucket/lab/run.mrec``), a catalog
+    with its record's name (``s3://bucket/lab/run``), or a catalog (every
+    record in it). Answers ``(record url, garbage)`` per trajectory.
+
+    Raises
+    ------
+    NotFound
+        No trajectory at ``target``.
+    """
+    roots = _trajectory_roots(target.rstrip("/"))
+    return [(str(root), collect_garbage(root, dry_run=dry_run)) for root in roots]
+
+
+def _trajectory_roots(target: str) -> list[Location]:
+    store = open_store(target)
+    marker = "trajectory/zarr.json"
+    if store.exists(marker):
+        return [Location(store, "")]
+    records = [d for d in store.list_dir("")[0] if d.endswith(".mrec")]
+    found = [Location(store, d) for d in records if store.exists(f"{d}/{marker}")]
+    if found:
+        return found
+    head, _, name = target.rpartition("/")
+    if head and "://" not in name:
+        parent = open_store(head)
+        if parent.exists(f"{name}.mrec/{marker}"):
+            return [Location(parent, f"{name}.mrec")]
+    raise NotFound("no trajectory (nor records with one) here", path=target)

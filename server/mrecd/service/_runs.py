@@ -16,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import random
+import time
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -23,7 +25,7 @@ from typing import Any
 from anyio import to_thread
 
 from .. import api
-from ..errors import AlreadyExists, NotFound, SequenceGap
+from ..errors import AlreadyExists, MrecdError, NotFound, SequenceGap, WriterBusy
 from ..model import Frame
 from ._metrics import observe_commit
 from .settings import Settings
@@ -234,7 +236,8 @@ class Runs:
         The group is taken after the lock, so that requests arriving while
         another commit (or a create, a delete) holds it join one group.
         """
-        shared = settings.workers > 1
+        shared = settings.workers > 1 or self.catalog.lease_free_writes
+        retry = settings.writer_lease_wait_seconds if self.catalog.lease_free_writes else None
         group: list[_Request] = []
         try:
             async with self.lock(name):
@@ -246,7 +249,9 @@ class Runs:
                 if shared:
                     self._released.add(name)
                 outcome = await to_thread.run_sync(
-                    partial(_commit, traj, group, shared, settings.writer_lease_wait_seconds)
+                    partial(
+                        _commit, traj, group, shared, settings.writer_lease_wait_seconds, retry
+                    )
                 )
         except Exception as exc:  # the record is gone, the lease never came, a commit failed
             for request in group:
@@ -357,18 +362,50 @@ class _Outcome:
     requests: int = 0
 
 
-def _commit(traj: api.Trajectory, group: list[_Request], shared: bool, wait: float) -> _Outcome:
+def _commit(
+    traj: api.Trajectory,
+    group: list[_Request],
+    shared: bool,
+    wait: float,
+    retry: float | None = None,
+) -> _Outcome:
     """On a worker thread: admit ``group`` in order, then one durable flush.
 
     ``shared`` (several processes write this store): hold the writer lease
     first, waiting up to ``wait`` s; taking it re-reads what others committed.
+    ``retry`` (object storage, no lease): a commit that lost the race to
+    another process's (a conditional PUT refused) reopens the writer, which
+    re-reads the store, and admits the whole group again, for up to
+    ``retry`` s; a request whose ``If-Match`` no longer holds is then
+    refused with 412 as any.
     """
+    deadline = None if retry is None else time.monotonic() + retry
+    pause = 0.005
+    while True:
+        try:
+            return _commit_once(traj, group, shared, wait, lost_is_error=retry is not None)
+        except WriterBusy:
+            if deadline is None or time.monotonic() >= deadline:
+                raise
+            with contextlib.suppress(MrecdError):  # the lost writer cannot commit: drop it
+                traj.release_writer()
+            time.sleep(random.uniform(pause / 2, pause))
+            pause = min(2 * pause, 0.25)
+
+
+def _commit_once(
+    traj: api.Trajectory, group: list[_Request], shared: bool, wait: float, *, lost_is_error: bool
+) -> _Outcome:
     # held from admission to the durable flush: a read in this process never sees a frame
     # that is only queued (a kill then would lose what a GET had reported)
     with traj.exclusive():
         if shared:
             traj.acquire_writer(wait)
         outcome = _admit_all(traj, group)
+        if lost_is_error:  # a race lost while admitting is the group's, not one request's
+            lost = [a for a in outcome.answers.values() if isinstance(a, WriterBusy)]
+            if lost:
+                raise lost[0]
         if outcome.requests:
             traj.flush()
             outcome.flushed = True

@@ -33,6 +33,7 @@ from ._base import (
     WriterLease,
     check_key,
     join_key,
+    live_tail_grace,
 )
 from ._counting import CountingStore, VerbCount
 from ._directory import DirectoryStore, FileRangeReader, fsync_directory
@@ -81,6 +82,7 @@ __all__ = [
     "dumps_json",
     "fsync_directory",
     "join_key",
+    "live_tail_grace",
     "location_of",
     "memory_store",
     "open_store",

@@ -11,6 +11,7 @@ Keys never start or end with ``/`` and never hold ``.`` or ``..`` components;
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -35,6 +36,7 @@ __all__ = [
     "WriterLease",
     "check_key",
     "join_key",
+    "live_tail_grace",
 ]
 
 
@@ -87,10 +89,15 @@ class Revalidated:
 
 @dataclass(frozen=True, slots=True)
 class ObjectInfo:
-    """What ``head`` answers: the object's ``size`` in bytes and its ``etag``."""
+    """What ``head`` answers: the object's ``size`` in bytes and its ``etag``.
+
+    ``modified`` is the last write as POSIX seconds where the store says
+    (object storage; ``None`` elsewhere).
+    """
 
     size: int
     etag: str
+    modified: float | None = None
 
 
 def check_key(key: str) -> str:
@@ -230,6 +237,22 @@ def wait_for_lease(take: Callable[[], WriterLease], wait: float) -> WriterLease:
                 raise
         time.sleep(min(pause, left))
         pause = min(2 * pause, 0.01)
+
+
+#: Default of :func:`live_tail_grace`.
+DEFAULT_LIVE_TAIL_GRACE = 10.0
+
+
+def live_tail_grace() -> float:
+    """Seconds after which an object a lease-free writer left past its commit counts as dead.
+
+    On object storage (no lease) an object written past a trajectory's
+    committed state belongs to a commit in flight or to a crashed writer;
+    after this long it is taken for the latter. ``MRECD_LIVE_TAIL_GRACE``
+    overrides :data:`DEFAULT_LIVE_TAIL_GRACE`; negative values count as 0.
+    """
+    raw = os.environ.get("MRECD_LIVE_TAIL_GRACE")
+    return DEFAULT_LIVE_TAIL_GRACE if raw is None else max(0.0, float(raw))
 
 
 class NoLease(WriterLease):

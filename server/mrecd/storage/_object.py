@@ -436,7 +436,12 @@ def _native_range(request: ByteRequest) -> Any:
 
 
 def _info(meta: Mapping[str, Any]) -> ObjectInfo:
-    return ObjectInfo(int(meta["size"]), str(meta.get("e_tag") or meta.get("version") or ""))
+    modified = meta.get("last_modified")
+    return ObjectInfo(
+        int(meta["size"]),
+        str(meta.get("e_tag") or meta.get("version") or ""),
+        None if modified is None else modified.timestamp(),
+    )
 
 
 def _read_full(source: IO[bytes], size: int) -> bytes:

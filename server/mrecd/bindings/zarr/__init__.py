@@ -28,6 +28,7 @@ from ._metrics import (
     read_metrics,
     read_wal,
 )
+from ._object_live import Garbage, collect_garbage, writer_is_stale
 from ._observables import (
     frame_axis_problems,
     observable_problems,
@@ -59,6 +60,7 @@ __all__ = [
     "Appended",
     "ArchiveOptions",
     "ClosedMetrics",
+    "Garbage",
     "Node",
     "Producer",
     "ProducerTable",
@@ -75,6 +77,7 @@ __all__ = [
     "build_record",
     "check_blocks",
     "closed_catalog",
+    "collect_garbage",
     "create_trajectory_group",
     "densified_writer",
     "densify_plan",
@@ -95,4 +98,5 @@ __all__ = [
     "rebase",
     "record_kind",
     "typed_attributes",
+    "writer_is_stale",
 ]

@@ -440,6 +440,14 @@ class ArrayAppender:
         Rows already committed; the reopen rule trims the array to it.
     """
 
+    def __new__(cls, path: Location, *args: Any, **kwargs: Any) -> ArrayAppender:
+        """On a store without positional writes: the object-storage appender instead."""
+        if cls is ArrayAppender and not path.store.positional_writes:
+            from ._object_live import ObjectArrayAppender
+
+            return super().__new__(ObjectArrayAppender)
+        return super().__new__(cls)
+
     def __init__(
         self,
         path: Location,

@@ -45,12 +45,12 @@ from ._codecs import inner_codecs
 from ._extents import (
     DENSE_CHUNK_ROWS,
     DENSE_CHUNKS_PER_SHARD,
-    block_rows_per_chunk,
     chunks_per_shard,
     flush_every,
     row_bytes,
 )
 from ._json import write_json_atomic
+from ._object_live import live_root, rows_per_chunk, trust_committed
 from ._producers import ATTRIBUTE as PRODUCERS
 from ._producers import Producer, ProducerTable
 from ._shard import ArrayAppender, ArrayCommit, ArrayLayout
@@ -134,7 +134,7 @@ class _BlockWriter:
     def _layouts(self, frame_rows: int) -> dict[str, ArrayLayout]:
         widths = {n: row_bytes(c.dtype, tuple(c.trailing)) for n, c in self.spec.columns.items()}
         narrowest = min(widths.values(), default=8)
-        rows = block_rows_per_chunk(frame_rows, narrowest)
+        rows = rows_per_chunk(self.path.store, frame_rows, narrowest)
         layouts = {}
         for column, cspec in self.spec.columns.items():
             per_shard = chunks_per_shard(rows, widths[column])
@@ -283,6 +283,12 @@ def _layout_of(metadata: Mapping[str, Any]) -> ArrayLayout:
     from ...model import DTYPE_OF_ZARR
 
     codecs = metadata.get("codecs", [])
+    if codecs and codecs[0].get("name") != "sharding_indexed":
+        # mrecd's live layout on object storage (_object_live): unsharded chunks
+        rows = int(metadata["chunk_grid"]["configuration"]["chunk_shape"][0])
+        trailing = tuple(int(n) for n in metadata["shape"][1:])
+        dtype = DTYPE_OF_ZARR[metadata["data_type"]]
+        return ArrayLayout(dtype, trailing, rows, rows, tuple(codecs))
     if len(codecs) != 1 or codecs[0].get("name") != "sharding_indexed":
         raise ReadOnlyError(
             "the array is not sharded the way mrecd appends; it cannot be appended to"
@@ -492,6 +498,7 @@ class TrajectoryWriter:
         flush_every: int | None = None,
         reader: TrajectoryReader | None = None,
     ) -> None:
+        root = live_root(root)  # object storage: every put conditional (_object_live)
         self.root = root
         self.path = root / "trajectory"
         marker = self.path / "zarr.json"
@@ -530,6 +537,7 @@ class TrajectoryWriter:
         self._unsynced = True
         try:
             self._reopen(reader)
+            trust_committed(root, reader)
         finally:
             reader.close()
 
