@@ -492,9 +492,7 @@ def validate_trajectory(record: Any) -> list[Violation]:
         reader.close()
 
 
-def collect_trajectory_garbage(
-    target: str, *, dry_run: bool = False
-) -> list[tuple[str, Garbage]]:
+def collect_trajectory_garbage(target: str, *, dry_run: bool = False) -> list[tuple[str, Garbage]]:
     """``mrecd gc``: delete objects past the committed ``nstep`` of trajectories at ``target``.
 
     ``target`` is a record root (``s3://bucket/lab/run.mrec``), a catalog

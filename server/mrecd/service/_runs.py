@@ -249,9 +249,7 @@ class Runs:
                 if shared:
                     self._released.add(name)
                 outcome = await to_thread.run_sync(
-                    partial(
-                        _commit, traj, group, shared, settings.writer_lease_wait_seconds, retry
-                    )
+                    partial(_commit, traj, group, shared, settings.writer_lease_wait_seconds, retry)
                 )
         except Exception as exc:  # the record is gone, the lease never came, a commit failed
             for request in group:
