@@ -74,6 +74,8 @@ INTENDED_DIFFERENCES: dict[str, dict[str, str]] = {
         "key_info": NO_RAW_KEYS,
         "read_key": NO_RAW_KEYS,
         "pack": "packing is the server operator's job (mrecd pack); no route packs a record",
+        "lease_free_writes": "how the server's writers share its store; the server serializes a"
+        " client's appends",
         "create_collection": NO_COLLECTION_OVERWRITE,
         "delete_collection": NO_COLLECTION_DELETE,
         "close": "a client holds a connection pool to close; a catalog holds nothing",
@@ -108,6 +110,8 @@ INTENDED_DIFFERENCES: dict[str, dict[str, str]] = {
         "key_info": NO_RAW_KEYS,
         "read_key": NO_RAW_KEYS,
         "pack": "packing is the server operator's job (mrecd pack); no route packs a record",
+        "lease_free_writes": "how the server's writers share its store; the server serializes a"
+        " client's appends",
         "create_collection": NO_COLLECTION_OVERWRITE,
         "delete_collection": NO_COLLECTION_DELETE,
         "close": "an async client holds a connection pool to close (aclose)",

@@ -65,7 +65,9 @@ def _unavailable(reason: str) -> None:
     pytest.skip(f"{reason} (install it: apt-get install -y chromium; CI=true makes this fail)")
 
 
-@pytest.fixture(scope="session")
+# Package scope, not session: Playwright's sync API holds an event loop in this thread, and
+# the sites' live writers log requests, both of which must end before other suites run.
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     """A headless Chromium for the session (Playwright, the machine's own binary)."""
     executable = chromium_path()
@@ -249,13 +251,13 @@ def _site(tmp: Path, *, big: bool = True, **settings: Any) -> Iterator[Site]:
             writer.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """A real server (open, no tokens) with two runs, one growing, and a 3000-atom record."""
     yield from _site(tmp_path_factory.mktemp("site"))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def guarded_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     """The same, with a read/append token required."""
     tokens = [{"token": "s3cret-page-token", "scope": "append"}]
@@ -291,7 +293,7 @@ def page(browser: Any) -> Iterator[Watched]:
     assert not unexpected, f"console errors: {unexpected}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def shots(tmp_path_factory: pytest.TempPathFactory) -> Callable[[Any, str], Path]:
     """``shots(page, name)``: a screenshot in a temporary folder (and docs/ when asked)."""
     folder = tmp_path_factory.mktemp("screenshots")

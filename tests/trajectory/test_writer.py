@@ -640,6 +640,7 @@ def _durable_run(root: Path, monkeypatch: pytest.MonkeyPatch, fail: str | None) 
     return events
 
 
+@pytest.mark.positional_only  # fsync is the positional stores' durability
 def test_a_durable_commit_publishes_after_every_array_synced(root: Path, monkeypatch: Any) -> None:
     """The arrays' fsyncs run at once (a pool), and the marker waits for all of them."""
     events = _durable_run(root, monkeypatch, fail=None)
@@ -650,6 +651,7 @@ def test_a_durable_commit_publishes_after_every_array_synced(root: Path, monkeyp
     assert [f.step for f in open_trajectory(root)] == [0, 1, 2]
 
 
+@pytest.mark.positional_only  # fsync is the positional stores' durability
 def test_a_failed_fsync_publishes_nothing(root: Path, monkeypatch: Any) -> None:
     with pytest.raises(OSError, match="injected fsync failure"):
         _durable_run(root, monkeypatch, fail="atoms/y")
