@@ -24,7 +24,7 @@ from mrecd._record import Record
 from mrecd.codecs import RECORDS, RecordItem, RecordStreamDecoder, decode_frame, encode_record
 from mrecd.errors import FrameBytesError, InvalidRecord
 from mrecd.forcefield import ForceField
-from mrecd.model import Block, Declaration, Frame
+from mrecd.model import Block, Declaration, Frame, frame_input
 
 from ._core import Core
 from ._wire import FRAME, JSON, NDJSON
@@ -41,7 +41,6 @@ __all__ = [
 
 #: Most ordinals one batch request names (its query string stays well under 16 kB).
 BATCH_REQUEST: Final = 1024
-_FRAME_KEYS: Final = frozenset({"blocks", "meta", "meta_types", "box", "step", "time"})
 _RECORD_KEYS: Final = frozenset({"meta", "system", "trajectory"})
 
 
@@ -102,28 +101,6 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _frame(value: Any, path: str, *, update: bool) -> Frame:
-    """A frame as the local API takes it: a :class:`~mrecd.Frame` or its constructor mapping."""
-    if isinstance(value, Frame):
-        return value
-    if not isinstance(value, Mapping):
-        raise InvalidRecord(f"expected a Frame or a mapping, not {type(value).__name__}", path=path)
-    unknown = set(value) - _FRAME_KEYS
-    if unknown:
-        raise InvalidRecord(f"unknown frame keys {sorted(unknown)}", path=path)
-    if not update and (value.get("step") is not None or value.get("time") is not None):
-        raise InvalidRecord("a system is not a trajectory update: no step or time", path=path)
-    return Frame(
-        value.get("blocks"),
-        meta=value.get("meta"),
-        meta_types=value.get("meta_types"),
-        box=value.get("box"),
-        step=value.get("step"),
-        time=value.get("time"),
-        path=path,
-    )
-
-
 def _parts(record: Any, path: str) -> tuple[dict[str, Any], Frame | None, list[Frame] | None]:
     """``(meta, system, frames)`` of a record as :meth:`Collection.append` takes it."""
     meta: Any
@@ -153,30 +130,12 @@ def _parts(record: Any, path: str) -> tuple[dict[str, Any], Frame | None, list[F
     frames = (
         None
         if trajectory is None
-        else [_frame(f, f"{path}.trajectory[{k}]", update=True) for k, f in enumerate(trajectory)]
+        else [
+            frame_input(f, f"{path}.trajectory[{k}]", update=True) for k, f in enumerate(trajectory)
+        ]
     )
-    sys_frame = None if system is None else _frame(system, f"{path}.system", update=False)
+    sys_frame = None if system is None else frame_input(system, f"{path}.system", update=False)
     return dict(meta or {}), sys_frame, frames
-
-
-def index_rows(
-    index: Sequence[Mapping[str, Any] | None] | Mapping[str, Sequence[Any]] | None, n: int
-) -> list[Mapping[str, Any] | None]:
-    """One own-index row per record from ``index`` (rows, or ``{column: values}``)."""
-    if index is None:
-        return [None] * n
-    if isinstance(index, Mapping):
-        columns = dict(index)
-        for name, values in columns.items():
-            if isinstance(values, (str, bytes)) or len(values) != n:
-                raise InvalidRecord(
-                    f"index column {name!r} needs {n} values, one per record", path=f"index.{name}"
-                )
-        return [{name: values[k] for name, values in columns.items()} for k in range(n)]
-    rows = list(index)
-    if len(rows) != n:
-        raise InvalidRecord(f"index has {len(rows)} rows for {n} records", path="index")
-    return rows
 
 
 def _record(item: RecordItem) -> Record:

@@ -15,7 +15,7 @@ import httpx
 from mrecd._record import Record
 from mrecd.errors import ReadOnlyError
 from mrecd.forcefield import ForceField
-from mrecd.model import Block, Declaration
+from mrecd.model import Block, Declaration, index_rows
 
 from ._collections import (
     BATCH_REQUEST,
@@ -25,7 +25,6 @@ from ._collections import (
     batch_orders,
     check_ordinal,
     chunks,
-    index_rows,
 )
 from ._core import check_mode, transport_failure
 from ._forcefield import fetch_forcefield

@@ -29,7 +29,7 @@ from ..bindings.lmdb import (
 )
 from ..errors import InvalidRecord, NotFound, RecordOutOfRange
 from ..forcefield import ForceField
-from ..model import Block, Declaration, Frame, Record, decode_meta, series_array
+from ..model import Block, Declaration, Frame, Record, decode_meta, index_rows, series_array
 from ._protocols import FrameSlice
 
 __all__ = [
@@ -525,7 +525,7 @@ class Collection:
             The collection was opened with ``mode="r"``.
         """
         items = [incoming(rec, f"batch[{k}]") for k, rec in enumerate(records)]
-        rows = _index_rows(index, len(items))
+        rows = index_rows(index, len(items))
         specs = self._binding.own_index_columns
         own = [index_values(item, rows[k], specs, f"batch[{k}]") for k, item in enumerate(items)]
         if not items:
@@ -586,25 +586,6 @@ class Collection:
         if self._binding.closed:
             return "Collection(closed)"
         return f"Collection({self.path!r}, records={len(self)}, mode={self.mode!r})"
-
-
-def _index_rows(
-    index: Sequence[Mapping[str, Any] | None] | Mapping[str, Sequence[Any]] | None, n: int
-) -> list[Mapping[str, Any] | None]:
-    if index is None:
-        return [None] * n
-    if isinstance(index, Mapping):
-        columns = dict(index)
-        for name, values in columns.items():
-            if isinstance(values, (str, bytes)) or len(values) != n:
-                raise InvalidRecord(
-                    f"index column {name!r} needs {n} values, one per record", path=f"index.{name}"
-                )
-        return [{name: values[k] for name, values in columns.items()} for k in range(n)]
-    rows = list(index)
-    if len(rows) != n:
-        raise InvalidRecord(f"index has {len(rows)} rows for {n} records", path="index")
-    return rows
 
 
 def create_collection(

@@ -55,6 +55,7 @@ from ._frame import (
     check_frame_targets,
     decode_meta_document,
 )
+from ._inputs import FRAME_KEYS, frame_input, index_rows
 from ._metrics import (
     MetricEvent,
     MetricSeries,
@@ -104,6 +105,7 @@ __all__ = [
     "DTYPES",
     "DTYPE_OF_ZARR",
     "ENDPOINTS",
+    "FRAME_KEYS",
     "META_TAGS",
     "META_TYPES_KEY",
     "MOLREC_VERSION",
@@ -164,6 +166,8 @@ __all__ = [
     "encode_event",
     "encode_meta",
     "finite_json",
+    "frame_input",
+    "index_rows",
     "infer_tag",
     "loads_strict",
     "make_event",

@@ -23,6 +23,7 @@ from ...model import (
     SequenceState,
     check_record_meta,
     dumps_strict,
+    frame_input,
 )
 from ._index import IndexColumnSpec, IndexRow
 
@@ -39,7 +40,6 @@ __all__ = [
 _RECORD_KEYS: Final = frozenset({"meta", "system", "trajectory"})
 #: Sections a collection record may not carry (lmdb.md §7, collection.md §2.5).
 _FOREIGN_SECTIONS: Final = ("frame", "forcefield", "status", "method", "metrics", "observables")
-_FRAME_KEYS: Final = frozenset({"blocks", "meta", "meta_types", "box", "step", "time"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,27 +63,6 @@ class Prepared:
     row: IndexRow
 
 
-def _frame(value: Any, path: str, *, update: bool) -> Frame:
-    if isinstance(value, Frame):
-        return value
-    if not isinstance(value, Mapping):
-        raise InvalidRecord(f"expected a Frame or a mapping, not {type(value).__name__}", path=path)
-    unknown = set(value) - _FRAME_KEYS
-    if unknown:
-        raise InvalidRecord(f"unknown frame keys {sorted(unknown)}", path=path)
-    if not update and (value.get("step") is not None or value.get("time") is not None):
-        raise InvalidRecord("a system is not a trajectory update: no step or time", path=path)
-    return Frame(
-        value.get("blocks"),
-        meta=value.get("meta"),
-        meta_types=value.get("meta_types"),
-        box=value.get("box"),
-        step=value.get("step"),
-        time=value.get("time"),
-        path=path,
-    )
-
-
 def _trajectory(
     value: Any, path: str, declaration: Any = None
 ) -> tuple[list[Frame] | None, Declaration | None]:
@@ -105,7 +84,7 @@ def _trajectory(
         declaration = value.declaration
     if isinstance(frames, (str, bytes)) or not isinstance(frames, Iterable):
         raise InvalidRecord("a trajectory is a sequence of frames", path=path)
-    out = [_frame(f, f"{path}[{k}]", update=True) for k, f in enumerate(frames)]
+    out = [frame_input(f, f"{path}[{k}]", update=True) for k, f in enumerate(frames)]
     if declaration is not None and not isinstance(declaration, Declaration):
         declaration = Declaration.from_dict(declaration, path=f"{path}.declaration")
     return out, declaration
@@ -136,7 +115,7 @@ def incoming(value: Any, path: str) -> Incoming:
             " (collection.md §2.5, lmdb.md §7; the force field is the collection's)",
             path=path,
         )
-    system_frame = None if system is None else _frame(system, f"{path}.system", update=False)
+    system_frame = None if system is None else frame_input(system, f"{path}.system", update=False)
     frames, declaration = _trajectory(trajectory, f"{path}.trajectory", stated)
     if meta is not None and not isinstance(meta, Mapping):
         raise InvalidRecord("a record's meta is a JSON object", path=f"{path}.meta")
