@@ -30,11 +30,14 @@ from ...model import Block, Column, numpy_dtype
 __all__ = [
     "ColumnPlan",
     "Expect",
+    "Hint",
     "Template",
     "UpdatePlan",
     "expectations",
     "materialize",
     "plan",
+    "plan_keyed",
+    "plan_like",
 ]
 
 _PREFIX = struct.Struct("<4sI")
@@ -203,6 +206,15 @@ def plan(
     ``templates`` holds checked ``blocks`` texts (bounded by the caller's
     choice of dict; entries are only added).
     """
+    planned = plan_keyed(buf, expected, templates)
+    return None if planned is None else planned[:2]
+
+
+def plan_keyed(
+    buf: bytes, expected: dict[str, dict[str, Expect]], templates: dict[str, Template]
+) -> tuple[dict[str, Any], UpdatePlan, Hint | None] | None:
+    """:func:`plan`, with a :class:`Hint` for the next update when its ``blocks``
+    text was split off (``None`` otherwise)."""
     size = len(buf)
     if size < 8:
         return None
@@ -230,7 +242,60 @@ def plan(
             templates[key] = template
     if template.byte_checks and not _bytes_ok(memoryview(buf)[start:], template.byte_checks):
         return None
-    return header, UpdatePlan(size, start, template.blocks)
+    hint = None if key is None else Hint(('{"blocks":' + key).encode(), template)
+    return header, UpdatePlan(size, start, template.blocks), hint
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """A checked ``blocks`` text as the bytes an update's header starts with
+    (``{"blocks":`` and the text), and its template: the next update of a
+    record usually carries the same text."""
+
+    prefix: bytes
+    template: Template
+
+
+def plan_like(buf: bytes, hint: Hint) -> tuple[dict[str, Any], int] | None:
+    """The header (without its ``blocks``) and payload start of an update whose
+    ``blocks`` text is ``hint``'s, held to its template; ``None`` when the text
+    differs or anything is outside the fast path (the caller plans it whole).
+
+    The same text parses to the same blocks (a JSON object ends at its own
+    closing brace), so only the rest of the header is parsed here, and the
+    payload checks of :func:`plan` run as they would there.
+    """
+    prefix = hint.prefix
+    cut = 8 + len(prefix)
+    if not buf.startswith(prefix, 8) or len(buf) < cut + 1:
+        return None
+    length = _PREFIX.unpack_from(buf)[1]  # the magic is in the checked prefix's stead
+    end = 8 + length
+    start = end + (-end & 7)
+    if buf[:4] != b"MRF1" or start > len(buf) or end <= cut:
+        return None
+    sep = buf[cut]
+    try:
+        if sep == _COMMA:
+            rest = _JSON.decode("{" + buf[cut + 1 : end].decode())
+        elif sep == _CLOSE and end == cut + 1:
+            rest = {}
+        else:
+            return None
+    except (ValueError, RecursionError):
+        return None
+    if type(rest) is not dict or "blocks" in rest or not rest.keys() <= _UPDATE_KEYS:
+        return None
+    template = hint.template
+    if template.need > len(buf) - start:
+        return None
+    if template.byte_checks and not _bytes_ok(memoryview(buf)[start:], template.byte_checks):
+        return None
+    return rest, start
+
+
+_COMMA: Final = ord(",")
+_CLOSE: Final = ord("}")
 
 
 #: Distinct ``blocks`` texts kept per declaration (one per row count and layout).

@@ -29,7 +29,17 @@ from ...model import (
     decode_meta,
 )
 from ._keys import frame_key
-from ._plans import Expect, Template, UpdatePlan, expectations, materialize, plan
+from ._plans import (
+    Expect,
+    Hint,
+    Template,
+    UpdatePlan,
+    expectations,
+    materialize,
+    plan,
+    plan_keyed,
+    plan_like,
+)
 
 __all__ = [
     "Expected",
@@ -571,38 +581,84 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
     """Every frame of the record in one pass (each value decoded once), and its layout.
 
     The resolved-frame rules run where they can change: row counts, ``id``
-    equality and row references only at frames that update a block.
+    equality and row references only at frames that update a block, and row
+    counts and references not again at an update with the same checked
+    ``blocks`` text as the one before it (same blocks, same counts, no
+    references of its own: the resolved frame's counts are unchanged).
     """
-    folder = _Scan(view)
     current: dict[str, Block] = {}
     resolved: dict[str, Block] = {}
     frames: list[Frame] = []
     declared = list(view.declaration.blocks)
     tags = view.expect.tags
-    layout = folder.layout
+    layout = Layout()
+    rules = bool(view.expect.aligned) or view.system is not None
+    walker = _Walker(view, layout)
     for k, value in _values(txn, view):
-        blocks, header, planned = _decode_whole(bytes(value), view, layout, k)
-        if planned is None:
-            folder.add(k, header)
-        else:
-            folder.add_planned(k, header, planned)
+        blocks, same, ids = walker.decode(bytes(value), k)
         where = f"{view.path}[{k}]"
         if blocks:
             current.update(blocks)
-            resolved = {name: current[name] for name in declared if name in current}
-            if view.expect.aligned or view.system is not None:
-                _check_counts(view, {n: b.count for n, b in resolved.items()}, where)
+            if not same:
+                resolved = {name: current[name] for name in declared if name in current}
+                if rules:
+                    _check_counts(view, {n: b.count for n, b in resolved.items()}, where)
+                _check_targets(view, resolved, {}, where)
+            else:
+                resolved = {name: current[name] for name in resolved}
+            if ids and view.system is not None:
                 _check_ids(view, blocks, where)
-            _check_targets(view, resolved, {}, where)
             if view.molrec_version == 1:
                 check_v1_frame(blocks, where)
         meta = step_meta(layout, k, tags, where)
         time = None if layout.times is None else layout.times[k]
-        frames.append(
-            Frame._trusted(resolved, meta, dict(tags), layout.box(k), layout.steps[k], time)
-        )
+        frames.append(Frame._trusted(resolved, meta, tags, layout.box(k), layout.steps[k], time))
         layout.checked.add(k)
     return layout, frames
+
+
+class _Walker:
+    """Decodes a record's updates in order, folding their headers into a
+    layout; an update with the same ``blocks`` text as the one before skips
+    the parse and check of that text (see :func:`plan_like`)."""
+
+    __slots__ = ("folder", "hint", "ids", "last", "view")
+
+    def __init__(self, view: RecordView, layout: Layout) -> None:
+        self.view = view
+        self.folder = _Scan(view, layout)
+        self.hint: Hint | None = None
+        self.last: UpdatePlan | None = None
+        self.ids = False
+
+    def decode(self, buf: bytes, k: int) -> tuple[dict[str, Block], bool, bool]:
+        """Update ``k``'s blocks; whether its ``blocks`` text is the previous
+        update's; whether a block has an ``id`` column."""
+        hint = self.hint
+        if hint is not None:
+            got = plan_like(buf, hint)
+            if got is not None:
+                header, start = got
+                known = self.last
+                if known is None or known.size != len(buf) or known.start != start:
+                    known = self.last = UpdatePlan(len(buf), start, hint.template.blocks)
+                self.folder.layout.plans[k] = known
+                self.folder.add_planned(k, header, known)
+                return materialize(known, buf, known.blocks), True, self.ids
+        view, layout = self.view, self.folder.layout
+        planned = plan_keyed(buf, view.expect.fast, view.expect.templates)
+        if planned is None:
+            self.hint = self.last = None
+            blocks, header, _ = _decode_whole(buf, view, layout, k)
+            self.folder.add(k, header)
+            self.ids = any("id" in block for block in blocks.values())
+            return blocks, False, self.ids
+        header, known, self.hint = planned
+        self.last = known
+        layout.plans[k] = known
+        self.folder.add_planned(k, header, known)
+        self.ids = any(c[0] == "id" for _, cols in known.blocks.values() for c in cols)
+        return materialize(known, buf, known.blocks), False, self.ids
 
 
 def _decode_whole(
