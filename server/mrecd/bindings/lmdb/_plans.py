@@ -18,6 +18,7 @@ the planned offsets, with no header parse and no re-validation.
 from __future__ import annotations
 
 import json
+import json.scanner
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -277,12 +278,15 @@ def plan_like(buf: bytes, hint: Hint) -> tuple[dict[str, Any], int] | None:
     sep = buf[cut]
     try:
         if sep == _COMMA:
-            rest = _JSON.decode("{" + buf[cut + 1 : end].decode())
+            text = "{" + buf[cut + 1 : end].decode()
+            rest, stop = _SCAN(text, 0)  # the scanner decode runs, without its wrapping
+            if stop != len(text):
+                return None  # trailing text or whitespace: plan() decides
         elif sep == _CLOSE and end == cut + 1:
             rest = {}
         else:
             return None
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError, StopIteration):
         return None
     if type(rest) is not dict or "blocks" in rest or not rest.keys() <= _UPDATE_KEYS:
         return None
@@ -294,6 +298,8 @@ def plan_like(buf: bytes, hint: Hint) -> tuple[dict[str, Any], int] | None:
     return rest, start
 
 
+#: The C scanner ``decode`` runs (typeshed types its argument as the scanner itself).
+_SCAN: Final = json.scanner.make_scanner(_JSON)  # type: ignore[arg-type]
 _COMMA: Final = ord(",")
 _CLOSE: Final = ord("}")
 

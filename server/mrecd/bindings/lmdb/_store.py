@@ -559,8 +559,9 @@ class LmdbCollection:
             layout = self.layout(txn, view, i)
         return resolve(txn, view, layout, i, names), layout
 
-    def frames(self, txn: Any, view: RecordView) -> list[Frame]:
-        """Every frame of the record, resolved in one pass."""
+    def frames(self, txn: Any, view: RecordView) -> Sequence[Frame]:
+        """Every frame of the record, resolved and checked in one pass (each
+        :class:`Frame` is built when first asked for)."""
         layout, frames = walk(txn, view)
         view.caches.put_layout(view.r, layout)
         return frames
