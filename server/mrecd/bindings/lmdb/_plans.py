@@ -64,6 +64,8 @@ class UpdatePlan:
     size: int
     start: int
     blocks: Blocks
+    #: blocks whose columns are all one-dimensional without a mask (the short way)
+    plain: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,8 @@ class Template:
     blocks: Blocks
     need: int  #: payload bytes the buffers reach
     byte_checks: tuple[tuple[int, int], ...]  #: (offset, items) of bool and mask bytes
+    #: blocks whose columns are all one-dimensional without a mask
+    plain: frozenset[str] = frozenset()
 
 
 def expectations(
@@ -173,7 +177,12 @@ def _template(
             if mask_at is not None:
                 need = max(need, mask_at + count)
                 checks.append((mask_at, count))
-    return Template(planned, need, tuple(checks))
+    plain = frozenset(
+        name
+        for name, (_, columns) in planned.items()
+        if all(shape is None and mask_at is None for _, _, _, _, shape, _, mask_at in columns)
+    )
+    return Template(planned, need, tuple(checks), plain)
 
 
 def _split_header(text: str) -> tuple[dict[str, Any], str | None]:
@@ -244,7 +253,7 @@ def plan_keyed(
     if template.byte_checks and not _bytes_ok(memoryview(buf)[start:], template.byte_checks):
         return None
     hint = None if key is None else Hint(('{"blocks":' + key).encode(), template)
-    return header, UpdatePlan(size, start, template.blocks), hint
+    return header, UpdatePlan(size, start, template.blocks, template.plain), hint
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,6 +323,15 @@ def materialize(plan: UpdatePlan, buf: bytes, names: Iterable[str]) -> dict[str,
     start = plan.start
     for name in names:
         count, columns = plan.blocks[name]
+        if name in plan.plain:
+            out[name] = Block._trusted(
+                {
+                    c[0]: Column._trusted(np.frombuffer(buf, c[2], c[3], start + c[5]), c[1])
+                    for c in columns
+                },
+                count,
+            )
+            continue
         decoded = {}
         for column, dtype, np_dtype, items, shape, at, mask_at in columns:
             values = np.frombuffer(buf, np_dtype, items, start + at)

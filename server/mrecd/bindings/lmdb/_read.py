@@ -11,6 +11,7 @@ so a layout stays valid for the life of the file.
 from __future__ import annotations
 
 import json
+import json.scanner
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
@@ -206,9 +207,20 @@ def _no_constant(token: str) -> Any:
 _JSON: Final = json.JSONDecoder(parse_constant=_no_constant)
 
 
+#: The C scanner ``_JSON.decode`` runs (typeshed types its argument as the scanner itself).
+_SCAN: Final = json.scanner.make_scanner(_JSON)  # type: ignore[arg-type]
+
+
 def loads(raw: Any) -> Any:
     """Strict JSON (no bare ``NaN``/``Infinity``) from UTF-8 bytes or a buffer."""
-    return _JSON.decode(bytes(raw).decode())
+    text = bytes(raw).decode()
+    try:
+        value, stop = _SCAN(text, 0)
+    except (StopIteration, ValueError):
+        stop = -1
+    if stop != len(text):  # whitespace around it, or not JSON: decode says which
+        return _JSON.decode(text)
+    return value
 
 
 def _meta(header: dict[str, Any], declared: dict[str, str], where: str) -> dict[str, Any]:
@@ -753,7 +765,9 @@ class _Walker:
                 header, start = got
                 known = self.last
                 if known is None or known.size != len(buf) or known.start != start:
-                    known = self.last = UpdatePlan(len(buf), start, hint.template.blocks)
+                    known = self.last = UpdatePlan(
+                        len(buf), start, hint.template.blocks, hint.template.plain
+                    )
                 self.folder.layout.plans[k] = known
                 self.folder.add_plain(k, header, known)
                 self._hold(known, buf, k, held)
