@@ -658,9 +658,11 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, HeldFrames]:
     sources: dict[str, int] = {}  #: block -> the update it resolves from
     counts: dict[str, int] = {}
     general: dict[str, Block] = {}  #: resolved blocks decoded by the general decoder
+    path = view.path
+    parts = held.parts
     for k, value in _values(txn, view):
         names, same = walker.decode(bytes(value), k, held)
-        where = f"{view.path}[{k}]"
+        where = f"{path}[{k}]"
         if names:
             if same:
                 sources = (
@@ -690,8 +692,9 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, HeldFrames]:
                 check_v1_frame(walker.blocks, where)
         meta = step_meta(layout, k, tags, where)
         time = None if layout.times is None else layout.times[k]
-        held.parts.append((sources, meta, layout.box(k), layout.steps[k], time))
-        layout.checked.add(k)
+        box = layout.box(k) if layout.boxes[0] else None
+        parts.append((sources, meta, box, layout.steps[k], time))
+    layout.checked.update(range(view.n_frames))
     return layout, held
 
 
