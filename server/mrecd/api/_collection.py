@@ -45,6 +45,8 @@ PathLike = str | os.PathLike[str]
 
 
 def _ordinal(i: int, n: int, what: str) -> int:
+    if type(i) is int and 0 <= i < n:  # the common case, before the general checks
+        return i
     if isinstance(i, bool):
         raise TypeError(f"{what} ordinals are integers, not bool")
     try:
