@@ -45,6 +45,8 @@ PathLike = str | os.PathLike[str]
 
 
 def _ordinal(i: int, n: int, what: str) -> int:
+    if type(i) is int and 0 <= i < n:  # the common case, before the general checks
+        return i
     if isinstance(i, bool):
         raise TypeError(f"{what} ordinals are integers, not bool")
     try:
@@ -71,7 +73,7 @@ class CollectionTrajectory(Sequence[Frame]):
     __slots__ = ("_binding", "_frames", "_layout_seen", "_view")
 
     def __init__(
-        self, binding: LmdbCollection, view: RecordView, frames: list[Frame] | None = None
+        self, binding: LmdbCollection, view: RecordView, frames: Sequence[Frame] | None = None
     ) -> None:
         self._binding = binding
         self._view = view
@@ -277,7 +279,7 @@ def _columns(frame: Frame, columns: Iterable[str] | Mapping[str, Iterable[str]])
 
 
 def _record(
-    binding: LmdbCollection, parts: RecordParts, frames: list[Frame] | None = None
+    binding: LmdbCollection, parts: RecordParts, frames: Sequence[Frame] | None = None
 ) -> Record:
     # The parts were checked as they were read: skip Record's own checks of them.
     record = object.__new__(Record)

@@ -18,6 +18,7 @@ the planned offsets, with no header parse and no re-validation.
 from __future__ import annotations
 
 import json
+import json.scanner
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -30,11 +31,14 @@ from ...model import Block, Column, numpy_dtype
 __all__ = [
     "ColumnPlan",
     "Expect",
+    "Hint",
     "Template",
     "UpdatePlan",
     "expectations",
     "materialize",
     "plan",
+    "plan_keyed",
+    "plan_like",
 ]
 
 _PREFIX = struct.Struct("<4sI")
@@ -60,6 +64,8 @@ class UpdatePlan:
     size: int
     start: int
     blocks: Blocks
+    #: blocks whose columns are all one-dimensional without a mask (the short way)
+    plain: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +76,8 @@ class Template:
     blocks: Blocks
     need: int  #: payload bytes the buffers reach
     byte_checks: tuple[tuple[int, int], ...]  #: (offset, items) of bool and mask bytes
+    #: blocks whose columns are all one-dimensional without a mask
+    plain: frozenset[str] = frozenset()
 
 
 def expectations(
@@ -169,7 +177,12 @@ def _template(
             if mask_at is not None:
                 need = max(need, mask_at + count)
                 checks.append((mask_at, count))
-    return Template(planned, need, tuple(checks))
+    plain = frozenset(
+        name
+        for name, (_, columns) in planned.items()
+        if all(shape is None and mask_at is None for _, _, _, _, shape, _, mask_at in columns)
+    )
+    return Template(planned, need, tuple(checks), plain)
 
 
 def _split_header(text: str) -> tuple[dict[str, Any], str | None]:
@@ -203,6 +216,15 @@ def plan(
     ``templates`` holds checked ``blocks`` texts (bounded by the caller's
     choice of dict; entries are only added).
     """
+    planned = plan_keyed(buf, expected, templates)
+    return None if planned is None else planned[:2]
+
+
+def plan_keyed(
+    buf: bytes, expected: dict[str, dict[str, Expect]], templates: dict[str, Template]
+) -> tuple[dict[str, Any], UpdatePlan, Hint | None] | None:
+    """:func:`plan`, with a :class:`Hint` for the next update when its ``blocks``
+    text was split off (``None`` otherwise)."""
     size = len(buf)
     if size < 8:
         return None
@@ -230,7 +252,65 @@ def plan(
             templates[key] = template
     if template.byte_checks and not _bytes_ok(memoryview(buf)[start:], template.byte_checks):
         return None
-    return header, UpdatePlan(size, start, template.blocks)
+    hint = None if key is None else Hint(('{"blocks":' + key).encode(), template)
+    return header, UpdatePlan(size, start, template.blocks, template.plain), hint
+
+
+@dataclass(frozen=True, slots=True)
+class Hint:
+    """A checked ``blocks`` text as the bytes an update's header starts with
+    (``{"blocks":`` and the text), and its template: the next update of a
+    record usually carries the same text."""
+
+    prefix: bytes
+    template: Template
+
+
+def plan_like(buf: bytes, hint: Hint) -> tuple[dict[str, Any], int] | None:
+    """The header (without its ``blocks``) and payload start of an update whose
+    ``blocks`` text is ``hint``'s, held to its template; ``None`` when the text
+    differs or anything is outside the fast path (the caller plans it whole).
+
+    The same text parses to the same blocks (a JSON object ends at its own
+    closing brace), so only the rest of the header is parsed here, and the
+    payload checks of :func:`plan` run as they would there.
+    """
+    prefix = hint.prefix
+    cut = 8 + len(prefix)
+    if not buf.startswith(prefix, 8) or len(buf) < cut + 1:
+        return None
+    length = _PREFIX.unpack_from(buf)[1]  # the magic is in the checked prefix's stead
+    end = 8 + length
+    start = end + (-end & 7)
+    if buf[:4] != b"MRF1" or start > len(buf) or end <= cut:
+        return None
+    sep = buf[cut]
+    try:
+        if sep == _COMMA:
+            text = "{" + buf[cut + 1 : end].decode()
+            rest, stop = _SCAN(text, 0)  # the scanner decode runs, without its wrapping
+            if stop != len(text):
+                return None  # trailing text or whitespace: plan() decides
+        elif sep == _CLOSE and end == cut + 1:
+            rest = {}
+        else:
+            return None
+    except (ValueError, RecursionError, StopIteration):
+        return None
+    if type(rest) is not dict or "blocks" in rest or not rest.keys() <= _UPDATE_KEYS:
+        return None
+    template = hint.template
+    if template.need > len(buf) - start:
+        return None
+    if template.byte_checks and not _bytes_ok(memoryview(buf)[start:], template.byte_checks):
+        return None
+    return rest, start
+
+
+#: The C scanner ``decode`` runs (typeshed types its argument as the scanner itself).
+_SCAN: Final = json.scanner.make_scanner(_JSON)  # type: ignore[arg-type]
+_COMMA: Final = ord(",")
+_CLOSE: Final = ord("}")
 
 
 #: Distinct ``blocks`` texts kept per declaration (one per row count and layout).
@@ -243,6 +323,15 @@ def materialize(plan: UpdatePlan, buf: bytes, names: Iterable[str]) -> dict[str,
     start = plan.start
     for name in names:
         count, columns = plan.blocks[name]
+        if name in plan.plain:
+            out[name] = Block._trusted(
+                {
+                    c[0]: Column._trusted(np.frombuffer(buf, c[2], c[3], start + c[5]), c[1])
+                    for c in columns
+                },
+                count,
+            )
+            continue
         decoded = {}
         for column, dtype, np_dtype, items, shape, at, mask_at in columns:
             values = np.frombuffer(buf, np_dtype, items, start + at)

@@ -11,11 +11,12 @@ so a layout stays valid for the life of the file.
 from __future__ import annotations
 
 import json
+import json.scanner
 import struct
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, overload
 
 from ...codecs import decode_blocks
 from ...errors import FrameBytesError, InvalidRecord
@@ -29,10 +30,21 @@ from ...model import (
     decode_meta,
 )
 from ._keys import frame_key
-from ._plans import Expect, Template, UpdatePlan, expectations, materialize, plan
+from ._plans import (
+    Expect,
+    Hint,
+    Template,
+    UpdatePlan,
+    expectations,
+    materialize,
+    plan,
+    plan_keyed,
+    plan_like,
+)
 
 __all__ = [
     "Expected",
+    "HeldFrames",
     "Layout",
     "RecordView",
     "check_v1_frame",
@@ -195,9 +207,20 @@ def _no_constant(token: str) -> Any:
 _JSON: Final = json.JSONDecoder(parse_constant=_no_constant)
 
 
+#: The C scanner ``_JSON.decode`` runs (typeshed types its argument as the scanner itself).
+_SCAN: Final = json.scanner.make_scanner(_JSON)  # type: ignore[arg-type]
+
+
 def loads(raw: Any) -> Any:
     """Strict JSON (no bare ``NaN``/``Infinity``) from UTF-8 bytes or a buffer."""
-    return _JSON.decode(bytes(raw).decode())
+    text = bytes(raw).decode()
+    try:
+        value, stop = _SCAN(text, 0)
+    except (StopIteration, ValueError):
+        stop = -1
+    if stop != len(text):  # whitespace around it, or not JSON: decode says which
+        return _JSON.decode(text)
+    return value
 
 
 def _meta(header: dict[str, Any], declared: dict[str, str], where: str) -> dict[str, Any]:
@@ -226,6 +249,7 @@ def decode_step_meta(raw: dict[str, Any], tags: dict[str, str], where: str) -> d
     }
 
 
+_I64_MAX: Final = 2**63 - 1
 _IMMUTABLE: Final = (float, int, str, bool, type(None))
 
 
@@ -235,9 +259,25 @@ def step_meta(layout: Layout, i: int, tags: dict[str, str], where: str) -> dict[
     known = layout.meta_values.get(i)
     if known is not None:
         return known
+    values = _plain_reals(layout.metas[i], tags)
+    if values is not None:
+        layout.meta_values[i] = values
+        return values
     values = decode_step_meta(layout.metas[i], tags, where)
     if all(type(v) in _IMMUTABLE for v in values.values()):
         layout.meta_values[i] = values
+    return values
+
+
+def _plain_reals(raw: dict[str, Any], tags: dict[str, str]) -> dict[str, Any] | None:
+    """The values when every key is an ``f64`` held as a finite JSON real (what
+    :func:`decode_meta` returns them as, unchanged); ``None`` for anything else."""
+    values = {}
+    for key, tag in tags.items():
+        value = raw[key]
+        if tag != "f64" or type(value) is not float or value - value != 0.0:  # not finite
+            return None
+        values[key] = value
     return values
 
 
@@ -285,6 +325,33 @@ class _Scan:
         layout.metas.append(_meta(header, self.view.expect.tags, where))
         if header.get("box") is not None:
             self._box(k, Box.from_dict(header["box"], path=f"{where}/box"), where)
+
+    def add_plain(self, k: int, header: dict[str, Any], plan: UpdatePlan) -> None:
+        """:meth:`add_planned` when the header is only ``meta`` and an integer
+        ``step`` above the last one, frame ``k > 0`` and no times: what those
+        checks would find, found without them; anything else goes the long way."""
+        layout = self.layout
+        step = header.get("step")
+        raw = header.get("meta")
+        steps = layout.steps
+        if (
+            len(header) != 2
+            or type(step) is not int
+            or not steps
+            or not steps[-1] < step <= _I64_MAX
+            or layout.times is not None
+            or type(raw) is not dict
+            or raw.keys() != self.view.expect.tags.keys()
+        ):
+            self.add_planned(k, header, plan)
+            return
+        updates = layout.updates
+        for name, (count, _) in plan.blocks.items():
+            ordinals, rows = updates.setdefault(name, ([], []))
+            ordinals.append(k)
+            rows.append(count)
+        steps.append(step)
+        layout.metas.append(raw)
 
     def _step_time(self, k: int, header: dict[str, Any], where: str) -> None:
         layout = self.layout
@@ -551,13 +618,18 @@ def _replay(txn: Any, view: RecordView, layout: Layout, i: int, recipe: Recipe) 
     pairs, order, box, step, time = recipe
     if len(pairs) == 1:
         k, names = pairs[0]
-        blocks = _decode_update(txn, view, layout, k, list(names))
+        known = layout.plans.get(k)
+        value = None if known is None else txn.get(frame_key(view.first + k))
+        if value is not None and known is not None and known.size == len(value):
+            blocks = materialize(known, bytes(value), names)  # the plan checked these bytes
+        else:
+            blocks = _decode_update(txn, view, layout, k, list(names))
     else:
         decoded: dict[str, Block] = {}
         for k, block_names in pairs:
             decoded.update(_decode_update(txn, view, layout, k, list(block_names)))
         blocks = {name: decoded[name] for name in order}
-    meta = step_meta(layout, i, view.expect.tags, "")
+    meta = layout.meta_values.get(i) or step_meta(layout, i, view.expect.tags, "")
     return Frame._trusted(blocks, meta, view.expect.tags, box, step, time)
 
 
@@ -567,42 +639,173 @@ def replay(txn: Any, view: RecordView, layout: Layout, i: int) -> Frame:
     return _replay(txn, view, layout, i, layout.recipes[i])
 
 
-def walk(txn: Any, view: RecordView) -> tuple[Layout, list[Frame]]:
-    """Every frame of the record in one pass (each value decoded once), and its layout.
+def walk(txn: Any, view: RecordView) -> tuple[Layout, HeldFrames]:
+    """Every frame of the record in one pass (each value read and checked once), and its layout.
 
     The resolved-frame rules run where they can change: row counts, ``id``
-    equality and row references only at frames that update a block.
+    equality and row references only at frames that update a block, and row
+    counts and references not again at an update with the same checked
+    ``blocks`` text as the one before it (same blocks, same counts, no
+    references of its own: the resolved frame's counts are unchanged). The
+    frames are held as checked bytes and built when first asked for.
     """
-    folder = _Scan(view)
-    current: dict[str, Block] = {}
-    resolved: dict[str, Block] = {}
-    frames: list[Frame] = []
     declared = list(view.declaration.blocks)
     tags = view.expect.tags
-    layout = folder.layout
+    layout = Layout()
+    rules = bool(view.expect.aligned) or view.system is not None
+    walker = _Walker(view, layout)
+    held = HeldFrames(view.n_frames, tags)
+    sources: dict[str, int] = {}  #: block -> the update it resolves from
+    counts: dict[str, int] = {}
+    general: dict[str, Block] = {}  #: resolved blocks decoded by the general decoder
+    path = view.path
+    parts = held.parts
     for k, value in _values(txn, view):
-        blocks, header, planned = _decode_whole(bytes(value), view, layout, k)
-        if planned is None:
-            folder.add(k, header)
-        else:
-            folder.add_planned(k, header, planned)
-        where = f"{view.path}[{k}]"
-        if blocks:
-            current.update(blocks)
-            resolved = {name: current[name] for name in declared if name in current}
-            if view.expect.aligned or view.system is not None:
-                _check_counts(view, {n: b.count for n, b in resolved.items()}, where)
-                _check_ids(view, blocks, where)
-            _check_targets(view, resolved, {}, where)
+        names, same = walker.decode(bytes(value), k, held)
+        where = f"{path}[{k}]"
+        if names:
+            if same:
+                sources = (
+                    dict.fromkeys(sources, k)
+                    if len(names) == len(sources)
+                    else (sources | dict.fromkeys(names, k))
+                )
+            else:
+                for name in names:
+                    counts[name] = walker.counts[name]
+                    block = walker.blocks.get(name)
+                    if block is None:
+                        general.pop(name, None)
+                    else:
+                        general[name] = block
+                sources = {
+                    name: k if name in names else sources[name]
+                    for name in declared
+                    if name in names or name in sources
+                }
+                if rules:
+                    _check_counts(view, {n: counts[n] for n in sources}, where)
+                _check_targets(view, general, counts, where)
+            if walker.blocks and view.system is not None:
+                _check_ids(view, walker.blocks, where)
             if view.molrec_version == 1:
-                check_v1_frame(blocks, where)
+                check_v1_frame(walker.blocks, where)
         meta = step_meta(layout, k, tags, where)
         time = None if layout.times is None else layout.times[k]
-        frames.append(
-            Frame._trusted(resolved, meta, dict(tags), layout.box(k), layout.steps[k], time)
-        )
-        layout.checked.add(k)
-    return layout, frames
+        box = layout.box(k) if layout.boxes[0] else None
+        parts.append((sources, meta, box, layout.steps[k], time))
+    layout.checked.update(range(view.n_frames))
+    return layout, held
+
+
+class HeldFrames(Sequence[Frame]):
+    """A record's resolved frames as read and checked by :func:`walk`: each
+    :class:`Frame` is built from the held bytes when first asked for (its
+    arrays view a copy of the stored value, read-only), then kept."""
+
+    __slots__ = ("_made", "_updates", "parts", "tags")
+
+    def __init__(self, n: int, tags: dict[str, str]) -> None:
+        self.tags = tags
+        #: per frame: (block -> update ordinal, meta, cell, step, time)
+        self.parts: list[tuple[dict[str, int], dict[str, Any], Box | None, int, Any]] = []
+        self._updates: dict[int, dict[str, Block] | tuple[UpdatePlan, bytes]] = {}
+        self._made: list[Frame | None] = [None] * n
+
+    def hold(self, k: int, update: dict[str, Block] | tuple[UpdatePlan, bytes]) -> None:
+        """Keep update ``k``: its decoded blocks, or its checked plan and bytes."""
+        self._updates[k] = update
+
+    def _blocks(self, k: int) -> dict[str, Block]:
+        update = self._updates[k]
+        if isinstance(update, tuple):
+            update = materialize(update[0], update[1], update[0].blocks)
+            self._updates[k] = update  # one dict store: safe beside other threads
+        return update
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    @overload
+    def __getitem__(self, i: int) -> Frame: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Frame]: ...
+    def __getitem__(self, i: int | slice) -> Frame | list[Frame]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        frame = self._made[i]
+        if frame is None:
+            sources, meta, box, step, time = self.parts[i]
+            blocks = {name: self._blocks(k)[name] for name, k in sources.items()}
+            frame = self._made[i] = Frame._trusted(blocks, meta, self.tags, box, step, time)
+        return frame
+
+    def __iter__(self) -> Iterator[Frame]:
+        for i in range(len(self)):
+            yield self[i]
+
+
+class _Walker:
+    """Reads a record's updates in order, folding their headers into a
+    layout; an update with the same ``blocks`` text as the one before skips
+    the parse and check of that text (see :func:`plan_like`)."""
+
+    __slots__ = ("blocks", "counts", "folder", "hint", "ids", "last", "view")
+
+    def __init__(self, view: RecordView, layout: Layout) -> None:
+        self.view = view
+        self.folder = _Scan(view, layout)
+        self.hint: Hint | None = None
+        self.last: UpdatePlan | None = None
+        self.ids = False
+        #: the blocks of the last update decoded now (with ``id`` columns, or general)
+        self.blocks: dict[str, Block] = {}
+        #: row counts of the last update's blocks
+        self.counts: dict[str, int] = {}
+
+    def decode(self, buf: bytes, k: int, held: HeldFrames) -> tuple[Any, bool]:
+        """Check update ``k`` and hold it in ``held``; its block names and
+        whether its ``blocks`` text is the previous update's."""
+        hint = self.hint
+        if hint is not None:
+            got = plan_like(buf, hint)
+            if got is not None:
+                header, start = got
+                known = self.last
+                if known is None or known.size != len(buf) or known.start != start:
+                    known = self.last = UpdatePlan(
+                        len(buf), start, hint.template.blocks, hint.template.plain
+                    )
+                self.folder.layout.plans[k] = known
+                self.folder.add_plain(k, header, known)
+                self._hold(known, buf, k, held)
+                return known.blocks, True
+        view, layout = self.view, self.folder.layout
+        planned = plan_keyed(buf, view.expect.fast, view.expect.templates)
+        if planned is None:
+            self.hint = self.last = None
+            blocks, header, _ = _decode_whole(buf, view, layout, k)
+            self.folder.add(k, header)
+            self.blocks = blocks
+            self.counts = {name: block.count for name, block in blocks.items()}
+            held.hold(k, blocks)
+            return blocks, False
+        header, known, self.hint = planned
+        self.last = known
+        layout.plans[k] = known
+        self.folder.add_planned(k, header, known)
+        self.ids = any(c[0] == "id" for _, cols in known.blocks.values() for c in cols)
+        self.counts = {name: count for name, (count, _) in known.blocks.items()}
+        self._hold(known, buf, k, held)
+        return known.blocks, False
+
+    def _hold(self, known: UpdatePlan, buf: bytes, k: int, held: HeldFrames) -> None:
+        if self.ids or self.view.molrec_version == 1:  # their rules read the blocks now
+            self.blocks = materialize(known, buf, known.blocks)
+            held.hold(k, self.blocks)
+        else:
+            self.blocks = {}
+            held.hold(k, (known, buf))
 
 
 def _decode_whole(

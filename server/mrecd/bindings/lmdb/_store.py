@@ -478,21 +478,23 @@ class LmdbCollection:
 
     def record(self, txn: Any, state: _State, r: int) -> RecordParts:
         """Record ``r`` (``0 <= r < n_records`` of ``state``) read in ``txn``."""
-        where = f"records[{r}]"
         raw_meta = txn.get(record_key(r))
         if raw_meta is None:
-            raise InvalidRecord("the record's meta key r‖r is missing (lmdb.md §2)", path=where)
+            raise InvalidRecord(
+                "the record's meta key r‖r is missing (lmdb.md §2)", path=f"records[{r}]"
+            )
         try:
             meta = loads(raw_meta)
         except (ValueError, RecursionError) as exc:
             raise InvalidRecord(
-                f"the record's meta is not JSON: {exc}", path=f"{where}.meta"
+                f"the record's meta is not JSON: {exc}", path=f"records[{r}].meta"
             ) from None
-        if not isinstance(meta, dict):
-            raise InvalidRecord("a record's meta is a JSON object", path=f"{where}.meta")
+        if type(meta) is not dict:
+            raise InvalidRecord("a record's meta is a JSON object", path=f"records[{r}].meta")
         known = state.caches.view(r, state.expect)
         if known is not None:
             return RecordParts(meta, *known)
+        where = f"records[{r}]"
         system, view = self._parts(txn, state, r, where)
         if view is not None:
             state.caches.put_view(r, state.expect, system, view)
@@ -559,8 +561,9 @@ class LmdbCollection:
             layout = self.layout(txn, view, i)
         return resolve(txn, view, layout, i, names), layout
 
-    def frames(self, txn: Any, view: RecordView) -> list[Frame]:
-        """Every frame of the record, resolved in one pass."""
+    def frames(self, txn: Any, view: RecordView) -> Sequence[Frame]:
+        """Every frame of the record, resolved and checked in one pass (each
+        :class:`Frame` is built when first asked for)."""
         layout, frames = walk(txn, view)
         view.caches.put_layout(view.r, layout)
         return frames
