@@ -295,7 +295,8 @@ def test_the_conditional_store_refuses_after_a_loss(store: Store) -> None:
         other.put("run.mrec/trajectory/new/zarr.json", b"{}")
     with pytest.raises(WriterBusy, match="lost a race"):
         other.put("run.mrec/trajectory/else/zarr.json", b"{}")
-    assert root is not None
+    assert store.get("run.mrec/trajectory/else/zarr.json") is None  # the loser wrote nothing
+    assert root.store.get("run.mrec/trajectory/new/zarr.json") == b"{}"  # the winner's stays
 
 
 def race(root: Location, writer: int, count: int, stats: dict[str, int]) -> None:
