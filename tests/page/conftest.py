@@ -118,7 +118,14 @@ def system(n: int) -> dict[str, Any]:
 
 @dataclass
 class LiveWriter:
-    """A producer POSTing one frame at a time to a run, as a simulation would."""
+    """A producer POSTing one frame at a time to a run, as a simulation would.
+
+    Each POST carries ``Producer-Id/-Epoch/-Seq``, so a POST that timed out is
+    sent again as is: the server answers a landed batch as the first time and
+    never appends it twice. A stall of the machine (a page-cache writeback
+    holding an fsync) slows the run down instead of ending it; an error that
+    is not a timeout stops the writer and is raised by :meth:`check`.
+    """
 
     url: str
     name: str
@@ -126,6 +133,9 @@ class LiveWriter:
     period: float = 0.15
     headers: dict[str, str] = field(default_factory=dict)
     nstep: int = 0
+    #: the slowest POST answer so far (seconds), retries included
+    slowest: float = 0.0
+    error: BaseException | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -135,16 +145,42 @@ class LiveWriter:
         self._thread.start()
 
     def _run(self) -> None:
-        with httpx.Client(base_url=self.url, headers=self.headers, timeout=10) as client:
-            while not self._stop.wait(self.period):
-                body = frames_body([frame(10 * self.nstep, self.atoms)])
+        try:
+            with httpx.Client(base_url=self.url, headers=self.headers, timeout=20) as client:
+                seq = 0  # a producer's first batch
+                while not self._stop.wait(self.period):
+                    self.nstep = self._post(client, seq)
+                    seq += 1
+        except BaseException as exc:  # kept for check(); the thread ends
+            self.error = exc
+
+    def _post(self, client: httpx.Client, seq: int) -> int:
+        """POST the next frame as batch ``seq`` of this producer, resending on timeouts."""
+        body = frames_body([frame(10 * self.nstep, self.atoms)])
+        producer = {"Producer-Id": f"page-{self.name}", "Producer-Epoch": "1"}
+        headers = {"Content-Type": FRAMES, **producer, "Producer-Seq": str(seq)}
+        started = time.monotonic()
+        for attempt in range(6):
+            try:
                 r = client.post(
-                    f"/v1/records/{self.name}/trajectory/frames",
-                    content=body,
-                    headers={"Content-Type": FRAMES},
+                    f"/v1/records/{self.name}/trajectory/frames", content=body, headers=headers
                 )
-                r.raise_for_status()
-                self.nstep = int(r.json()["nstep"])
+            except httpx.TimeoutException:
+                if attempt == 5 or self._stop.is_set():
+                    raise
+                continue
+            r.raise_for_status()
+            self.slowest = max(self.slowest, time.monotonic() - started)
+            return int(r.json()["nstep"])
+        raise AssertionError("unreachable")
+
+    def check(self) -> None:
+        """Raise the error that stopped the writer, if one did."""
+        if self.error is not None:
+            raise AssertionError(
+                f"the live writer of {self.name!r} stopped (slowest answer "
+                f"{self.slowest:.1f} s): {self.error!r}"
+            ) from self.error
 
     def stop(self) -> None:
         self._stop.set()
@@ -249,6 +285,19 @@ def _site(tmp: Path, *, big: bool = True, **settings: Any) -> Iterator[Site]:
             yield Site(url, writer, "big-3000", token)
         finally:
             writer.stop()
+
+
+@pytest.fixture(autouse=True)
+def _live_writers_alive(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test: a live writer that stopped fails the test with its cause.
+
+    Without this a writer that died shows up only as a browser timeout waiting
+    for the run to grow.
+    """
+    yield
+    for name in ("site", "guarded_site"):
+        if name in request.fixturenames:
+            request.getfixturevalue(name).writer.check()
 
 
 @pytest.fixture(scope="package")
