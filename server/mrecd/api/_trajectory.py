@@ -143,7 +143,10 @@ class Trajectory(Sequence[Frame]):
     def __len__(self) -> int:
         with self._mutex:
             if self._writer is not None:
-                return self._writer.nstep + self._writer.pending
+                held = self._writer.nstep + self._writer.pending
+                # on object storage (no lease) a refreshed reader may know of commits a
+                # held writer has not seen; under a lease the writer is never behind
+                return held if self._reader is None else max(held, self._reader.nstep)
             if self._closed_nstep is not None:
                 return self._closed_nstep
             return 0 if self._reader is None else self._reader.nstep

@@ -138,6 +138,8 @@ class Runs:
 
     def follows(self, name: str) -> bool:
         """Whether reads of ``name`` must refresh: this process does not hold its writer."""
+        if self.catalog.lease_free_writes:  # another replica may commit at any time
+            return True
         record = self._open.get(name)
         return record is None or record.read_only or name in self._released
 
