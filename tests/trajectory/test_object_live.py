@@ -286,6 +286,26 @@ def test_a_stale_writer_loses_and_writes_nothing_visible(
     first.close()
 
 
+def test_a_held_writer_overtaken_by_another_never_reads_back(store: Store) -> None:
+    root = new_trajectory(store)
+    first = open_trajectory(root)
+    second = open_trajectory(Location(store, "run.mrec"))
+    first.extend([tagged(i, i) for i in range(3)])
+    first.flush()  # first holds its writer at nstep 3
+    second.refresh()
+    second.extend([tagged(3 + i, -1.0) for i in range(4)])
+    second.flush()  # nstep 7, committed by the other writer
+    assert first.refresh() == 7  # not its own writer's 3
+    assert len(first) == 7
+    assert first[6].step == 6
+    assert first.acquire_writer() == 7  # stale: reopened after the other's frames
+    first.extend([tagged(7, 7.0)])
+    first.flush()
+    assert len(first) == 8 and second.refresh() == 8
+    first.close()
+    second.close()
+
+
 def test_the_conditional_store_refuses_after_a_loss(store: Store) -> None:
     root = new_trajectory(store)
     view = ConditionalStore(store, "run.mrec/trajectory")

@@ -399,16 +399,23 @@ def _commit_once(
     # held from admission to the durable flush: a read in this process never sees a frame
     # that is only queued (a kill then would lose what a GET had reported)
     with traj.exclusive():
-        if shared:
-            traj.acquire_writer(wait)
-        outcome = _admit_all(traj, group)
-        if lost_is_error:  # a race lost while admitting is the group's, not one request's
-            lost = [a for a in outcome.answers.values() if isinstance(a, WriterBusy)]
-            if lost:
-                raise lost[0]
-        if outcome.requests:
-            traj.flush()
-            outcome.flushed = True
+        try:
+            if shared:
+                traj.acquire_writer(wait)
+            outcome = _admit_all(traj, group)
+            if lost_is_error:  # a race lost while admitting is the group's, not one request's
+                lost = [a for a in outcome.answers.values() if isinstance(a, WriterBusy)]
+                if lost:
+                    raise lost[0]
+            if outcome.requests:
+                traj.flush()
+                outcome.flushed = True
+        except WriterBusy:
+            # the lost writer counts the group's frames it could not commit: drop it before
+            # a read can see that count (a read would then go back to the committed nstep)
+            with contextlib.suppress(MrecdError):
+                traj.release_writer()
+            raise
     return outcome
 
 
