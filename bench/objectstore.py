@@ -17,7 +17,6 @@ Against moto on 127.0.0.1, everything through a counting store:
 
 from __future__ import annotations
 
-import logging
 import os
 import statistics
 import time
@@ -29,6 +28,8 @@ import numpy as np
 
 import mrecd
 from mrecd.storage import CountingStore, Store, open_store
+
+from ._moto import moto_bucket
 
 N_ATOMS = int(os.environ.get("MRECD_BENCH_ATOMS", "1000"))
 N_FRAMES = int(os.environ.get("MRECD_BENCH_FRAMES", "512"))
@@ -52,26 +53,6 @@ def frames(n: int) -> Iterator[mrecd.Frame]:
     for i in range(n):
         pos = pos + rng.normal(0, 0.05, pos.shape)
         yield mrecd.Frame({"atoms": {"x": pos[0], "y": pos[1], "z": pos[2]}}, step=i)
-
-
-def _moto() -> Any:
-    from moto.server import ThreadedMotoServer
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    os.environ.update(
-        AWS_ACCESS_KEY_ID="bench",
-        AWS_SECRET_ACCESS_KEY="bench",
-        AWS_REGION="us-east-1",
-        AWS_ENDPOINT_URL=f"http://{host}:{port}",
-        AWS_ALLOW_HTTP="true",
-    )
-    import httpx
-
-    httpx.put(f"http://{host}:{port}/bench").raise_for_status()
-    return server
 
 
 def _chunk_bytes(store: Store, prefix: str) -> int:
@@ -205,8 +186,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def main() -> None:
     print(f"{N_FRAMES:,} frames of {N_ATOMS} atoms per run, x/y/z f64 at p = 1e-3, moto")
-    server = _moto()
-    try:
+    with moto_bucket():
         rows, urls = [], {}
         for batch in BATCHES:
             row, urls[batch] = mrecd_appends(batch)
@@ -228,8 +208,6 @@ def main() -> None:
         print("\n### Frame reads of the live record (x, y, z)\n")
         header = ["frame read", "GETs/frame", "GETs/array", "bytes GET/frame", "median"]
         print(_table(header, reads(urls[16])))
-    finally:
-        server.stop()
 
 
 if __name__ == "__main__":

@@ -112,28 +112,12 @@ def _memory_root() -> Any:
 def s3_reads(tmp: Path) -> list[list[str]]:
     """Push a closed record to moto, then read frames through a counting store."""
     try:
-        from moto.server import ThreadedMotoServer
-
         from mrecd.storage import CountingStore, open_store, push
+
+        from ._moto import moto_bucket
     except ImportError:
         return []
-    import logging
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    os.environ.update(
-        AWS_ACCESS_KEY_ID="bench",
-        AWS_SECRET_ACCESS_KEY="bench",
-        AWS_REGION="us-east-1",
-        AWS_ENDPOINT_URL=f"http://{host}:{port}",
-        AWS_ALLOW_HTTP="true",
-    )
-    try:
-        import httpx
-
-        httpx.put(f"http://{host}:{port}/bench").raise_for_status()
+    with moto_bucket():
         n = min(N_FRAMES, 1000)
         local = make_root(tmp / "s3src" / "run.mrec")
         append_run(local, n)
@@ -143,8 +127,6 @@ def s3_reads(tmp: Path) -> list[list[str]]:
             traj = rec.trajectory
             assert traj is not None
             return _counted_reads(traj, counting, n)
-    finally:
-        server.stop()
 
 
 def _counted_reads(traj: Any, counting: Any, n: int) -> list[list[str]]:
