@@ -319,6 +319,71 @@ def test_the_conditional_store_refuses_after_a_loss(store: Store) -> None:
     assert root.store.get("run.mrec/trajectory/new/zarr.json") == b"{}"  # the winner's stays
 
 
+def test_a_lost_commit_restores_a_rewritten_key_it_had_no_copy_of(store: Store) -> None:
+    group = "run.mrec/trajectory/atoms/zarr.json"
+    store.put(group, b'{"committed": true}')
+    view = ConditionalStore(store, "run.mrec/trajectory")
+    view.trust(group)  # committed and rewritable, but its bytes were never handed over
+    view.begin()
+    view.put(group, b'{"this commit": true}')
+    store.put("run.mrec/trajectory/x/c/0", b"another writer's")  # a race this view loses
+    with pytest.raises(WriterBusy):
+        view.put("run.mrec/trajectory/x/c/0", b"ours")
+    # rolled back to the committed bytes: never deleted, never left with the lost commit's
+    assert store.get(group) == b'{"committed": true}'
+    assert store.get("run.mrec/trajectory/x/c/0") == b"another writer's"
+
+
+class HeldStore(FailingStore):
+    """``inner``, but a PUT of ``held`` waits until :attr:`release` is set."""
+
+    def __init__(self, inner: Store, held: str) -> None:
+        super().__init__(inner)
+        self.held = held
+        self.arrived = threading.Event()
+        self.release = threading.Event()
+
+    def put(
+        self,
+        key: str,
+        data: bytes | bytearray | memoryview,
+        *,
+        mode: PutMode = "overwrite",
+        durable: bool = False,
+    ) -> str:
+        if key == self.held:
+            self.arrived.set()
+            self.release.wait(30)
+        return self.inner.put(key, data, mode=mode, durable=durable)
+
+
+def test_a_rollback_never_deletes_what_another_writer_created_meanwhile(store: Store) -> None:
+    chunk, other = "run.mrec/trajectory/x/c/1", "run.mrec/trajectory/y/c/1"
+    held = HeldStore(store, chunk)
+    view = ConditionalStore(held, "run.mrec/trajectory")
+    view.begin()
+    errors: list[BaseException] = []
+
+    def create_chunk() -> None:
+        try:
+            view.put(chunk, b"ours, in flight")
+        except WriterBusy as exc:
+            errors.append(exc)
+
+    flight = threading.Thread(target=create_chunk)
+    flight.start()
+    assert held.arrived.wait(30)
+    store.put(chunk, b"the winner's")  # another writer creates it while ours is in flight
+    store.put(other, b"the winner's")
+    with pytest.raises(WriterBusy):  # this commit has lost: it rolls back
+        view.put(other, b"ours")
+    held.release.set()
+    flight.join(30)
+    assert len(errors) == 1  # our create found the winner's object and wrote nothing
+    assert store.get(chunk) == b"the winner's"  # the rollback did not delete it
+    assert store.get(other) == b"the winner's"
+
+
 def race(root: Location, writer: int, count: int, stats: dict[str, int]) -> None:
     """Append ``count`` frames tagged ``writer`` one by one, retrying every lost race."""
     traj = open_trajectory(root)

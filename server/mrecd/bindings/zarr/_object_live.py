@@ -123,6 +123,14 @@ def _live_layout(layout: ArrayLayout) -> ArrayLayout:
 # -- conditional writes -------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Undo:
+    """How to take back one PUT of a lost commit: delete what it created, else restore."""
+
+    before: bytes | None
+    created: bool
+
+
 class ConditionalStore(Store):
     """A writer's view of an object store where every plain ``put`` is conditional.
 
@@ -152,7 +160,7 @@ class ConditionalStore(Store):
         self.seen: dict[str, ObjectInfo] = dict(inner.list_info(prefix))
         self._trusted: set[str] = set()
         self._kept: dict[str, bytes] = {}  # committed bytes of keys a commit may rewrite
-        self._undo: dict[str, bytes | None] = {}  # this commit: key -> bytes before (None: new)
+        self._undo: dict[str, _Undo] = {}  # this commit's landed PUTs: what each replaced
         self._started: float | None = None
         self._lost = False
         self._lock = threading.RLock()
@@ -239,13 +247,14 @@ class ConditionalStore(Store):
             if key == self.marker:
                 return self._publish(key, raw, mode, durable)
             chosen = mode if mode != "overwrite" else self._mode_for(key)
-            before = None if chosen == "create" else self._kept.get(key)
-            self._undo.setdefault(key, before)
+            created = chosen == "create"
+            before = None if created else self._kept.get(key)
+        if not created and before is None:  # a rewrite must be undoable: fetch what it replaces
+            before = self.inner.get(key)
         try:
             etag = self.inner.put(key, raw, mode=chosen, durable=durable)
         except PreconditionFailed:
             with self._lock:
-                self._undo.pop(key, None)
                 self._rollback()
             raise WriterBusy(
                 "another writer wrote this trajectory since this writer read it;"
@@ -255,7 +264,9 @@ class ConditionalStore(Store):
         with self._lock:
             self._wrote(key, raw, etag)
             if self._lost:  # another PUT of this commit lost meanwhile: take this one back
-                self._undo_one(key, before, fresh=True)
+                self._undo_one(key, _Undo(before, created), fresh=True)
+            else:  # undone by a rollback from now on (only PUTs that landed are undone)
+                self._undo.setdefault(key, _Undo(before, created))
         return etag
 
     def _mode_for(self, key: str) -> PutMode:
@@ -309,20 +320,21 @@ class ConditionalStore(Store):
         self._lost = True
         undo, self._undo = self._undo, {}
         fresh = self._started is not None and time.time() - self._started < self.grace / 2
-        for key, before in reversed(list(undo.items())):
-            self._undo_one(key, before, fresh=fresh)
+        for key, entry in reversed(list(undo.items())):
+            self._undo_one(key, entry, fresh=fresh)
         self._started = None
 
-    def _undo_one(self, key: str, before: bytes | None, *, fresh: bool) -> None:
-        """Delete ``key`` (created by us moments ago: nobody else's yet) or restore ``before``."""
+    def _undo_one(self, key: str, undo: _Undo, *, fresh: bool) -> None:
+        """Delete ``key`` (created by us moments ago: nobody else's yet) or restore its bytes."""
         info = self.seen.get(key)
         try:
-            if before is None and fresh:
-                self.inner.delete(key)
-                self.seen.pop(key, None)
-            elif before is not None and info is not None:
-                etag = self.inner.put(key, before, mode=IfMatch(info.etag))
-                self.seen[key] = ObjectInfo(len(before), etag, time.time())
+            if undo.created:
+                if fresh:
+                    self.inner.delete(key)
+                    self.seen.pop(key, None)
+            elif undo.before is not None and info is not None:
+                etag = self.inner.put(key, undo.before, mode=IfMatch(info.etag))
+                self.seen[key] = ObjectInfo(len(undo.before), etag, time.time())
         except (PreconditionFailed, WriterBusy):
             pass  # changed by another writer since: not ours to restore
 
