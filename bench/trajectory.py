@@ -528,32 +528,36 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _goals(append: dict[str, float], read: dict[int, tuple[float, ...]]) -> list[list[str]]:
-    """Issue 17's goals beside what this run measured."""
+def _goals(append: dict[str, float] | None, read: dict[int, tuple[float, ...]]) -> list[list[str]]:
+    """Issue 17's goals beside what this run measured (``None``: the append part did not run)."""
 
     def met(ok: bool) -> str:
         return "yes" if ok else "no"
 
-    rows = [
-        [
-            "one-frame append incl. durable close / bare work",
-            f"{append['append']:.2f}",
-            "≥ 1.0",
-            met(append["append"] >= 1.0),
-        ],
-        [
-            f"flat: per append at nstep {append['n']:,.0f} / at nstep 100",
-            f"{append['flat']:.2f}",
-            "≈ 1",
-            met(append["flat"] <= 1.15),
-        ],
-        [
-            "extend of 64 frames / bare work",
-            f"{append['extend']:.2f}",
-            "≥ 1.5",
-            met(append["extend"] >= 1.5),
-        ],
-    ]
+    rows = (
+        []
+        if append is None
+        else [
+            [
+                "one-frame append incl. durable close / bare work",
+                f"{append['append']:.2f}",
+                "≥ 1.0",
+                met(append["append"] >= 1.0),
+            ],
+            [
+                f"flat: per append at nstep {append['n']:,.0f} / at nstep 100",
+                f"{append['flat']:.2f}",
+                "≈ 1",
+                met(append["flat"] <= 1.15),
+            ],
+            [
+                "extend of 64 frames / bare work",
+                f"{append['extend']:.2f}",
+                "≥ 1.5",
+                met(append["extend"] >= 1.5),
+            ],
+        ]
+    )
     for n, (full, one) in read.items():
         rows.append(
             [f"traj[i] / XTC seek+read, nstep {n:,}", f"{full:.2f}", "≤ 1.0", met(full <= 1.0)]
@@ -564,39 +568,56 @@ def _goals(append: dict[str, float], read: dict[int, tuple[float, ...]]) -> list
     return rows
 
 
+def _parts() -> set[str]:
+    """The parts to run: ``MRECD_BENCH_PARTS`` (comma-separated: density, append, read; all)."""
+    return set(os.environ.get("MRECD_BENCH_PARTS", "density,append,read").split(","))
+
+
 def main() -> None:
+    parts = _parts()
+    append_goals: dict[str, float] | None = None
+    read_goals: dict[int, tuple[float, ...]] = {}
     with tempfile.TemporaryDirectory(prefix="mrecd-bench-") as name:
         tmp = Path(name)
-        print("### Density: bytes per atom per frame, x/y/z columns\n")
-        print(
-            _table(
-                ["case", "encoded chunks", "shard files (with index)", "raw / XTC"], density(tmp)
+        if "density" in parts:
+            print("### Density: bytes per atom per frame, x/y/z columns\n")
+            print(
+                _table(
+                    ["case", "encoded chunks", "shard files (with index)", "raw / XTC"],
+                    density(tmp),
+                )
             )
-        )
-        rates, flat, append_goals = append_rate(tmp)
-        print("\n### Append: 3000-atom frames, one at a time (frames/s)\n")
-        print(_table(["writer", "frames/s", "/ bare work"], rates))
-        print()
-        print(_table(["flat as the run grows", ""], flat))
-        latency, bytes_rows, read_goals = read_latency(tmp)
-        print("\n### Read: median latency of frame i (random i)\n")
-        print(
-            _table(
-                ["read", "median, first touch", "median, shard indexes cached", "/ XTC read"],
-                latency,
-            )
-        )
-        print("\n### Bytes read for one frame (x, y, z, bonds, an indexed block)\n")
-        print(
-            _table(
-                [
-                    "store",
-                    "bytes of x/y/z chunks",
-                    "bytes read (warm)",
-                    "bytes read (cold: + shard indexes)",
-                ],
-                bytes_rows,
-            )
-        )
+        if "append" in parts:
+            rates, flat, append_goals = append_rate(tmp)
+            print("\n### Append: 3000-atom frames, one at a time (frames/s)\n")
+            print(_table(["writer", "frames/s", "/ bare work"], rates))
+            print()
+            print(_table(["flat as the run grows", ""], flat))
+        if "read" in parts:
+            read_goals = _print_reads(tmp)
         print("\n### Issue 17: ratios measured in this run against its goals\n")
         print(_table(["metric", "this run", "goal", "met"], _goals(append_goals, read_goals)))
+
+
+def _print_reads(tmp: Path) -> dict[int, tuple[float, ...]]:
+    latency, bytes_rows, read_goals = read_latency(tmp)
+    print("\n### Read: median latency of frame i (random i)\n")
+    print(
+        _table(
+            ["read", "median, first touch", "median, shard indexes cached", "/ XTC read"],
+            latency,
+        )
+    )
+    print("\n### Bytes read for one frame (x, y, z, bonds, an indexed block)\n")
+    print(
+        _table(
+            [
+                "store",
+                "bytes of x/y/z chunks",
+                "bytes read (warm)",
+                "bytes read (cold: + shard indexes)",
+            ],
+            bytes_rows,
+        )
+    )
+    return read_goals

@@ -656,3 +656,59 @@ def test_a_failed_fsync_publishes_nothing(root: Path, monkeypatch: Any) -> None:
     with pytest.raises(OSError, match="injected fsync failure"):
         _durable_run(root, monkeypatch, fail="atoms/y")
     assert len(open_trajectory(root)) == 0  # the marker still says nstep 0
+
+
+def _commits_run(
+    root: Path, monkeypatch: pytest.MonkeyPatch, fail: str | None, frames: int = 3
+) -> list[str]:
+    """Append ``frames`` frames in commits of 2 (automatic) and close, recording each array's
+    write and each marker publication."""
+    from mrecd.bindings.zarr import _trajectory_write
+
+    events: list[str] = []
+    real_write, real_publish = _shard.ArrayCommit.write, _trajectory_write.TrajectoryWriter._publish
+
+    def write(self: Any) -> None:
+        name = self.appender.path.key.rsplit("/", 1)[-1]
+        if self.appender.path.key.endswith(fail or "\0"):
+            raise OSError(28, "injected write failure")
+        real_write(self)
+        events.append(f"write {name}")
+
+    def publish(self: Any, marker: Any, document: Any, *, durable: bool) -> None:
+        events.append(f"publish {document['attributes']['nstep']}")
+        real_publish(self, marker, document, durable=durable)
+
+    monkeypatch.setattr(_shard.ArrayCommit, "write", write)
+    monkeypatch.setattr(_trajectory_write.TrajectoryWriter, "_publish", publish)
+    create_trajectory(root, xyz_declaration(1e-3))
+    traj = open_trajectory(root, flush_every=2)
+    try:
+        for step in range(frames):
+            traj.append(frame(step, blocks={"atoms": atoms(4, step)}))
+        traj.close()
+    finally:
+        monkeypatch.undo()
+    return events
+
+
+def test_each_commit_publishes_after_all_its_array_writes_and_in_order(
+    root: Path, monkeypatch: Any
+) -> None:
+    """Arrays are written at once and the next commit encodes early; neither reorders commits."""
+    events = _commits_run(root, monkeypatch, fail=None, frames=5)
+    publishes = [e for e in events if e.startswith("publish")]
+    assert publishes == ["publish 2", "publish 4", "publish 5"]
+    start = 0
+    for marker in publishes:
+        end = events.index(marker)
+        written = {e for e in events[start:end] if e.startswith("write")}
+        assert {"write x", "write y", "write z"} <= written  # every array of that commit
+        start = end + 1
+    assert [f.step for f in open_trajectory(root)] == [0, 1, 2, 3, 4]
+
+
+def test_a_failed_array_write_publishes_nothing(root: Path, monkeypatch: Any) -> None:
+    with pytest.raises(OSError, match="injected write failure"):
+        _commits_run(root, monkeypatch, fail="atoms/y")
+    assert len(open_trajectory(root)) == 0  # the first commit never published

@@ -12,7 +12,7 @@ import numpy.typing as npt
 
 from ..errors import InvalidRecord
 from ._column import Column
-from ._dtypes import CANONICAL, canonical_dtype
+from ._dtypes import CANONICAL, NATIVE_DTYPES, canonical_dtype
 from ._typed import finite_json
 
 __all__ = ["ENDPOINTS", "Block", "check_target", "check_targets"]
@@ -86,6 +86,13 @@ def _build_column(name: Any, value: Any, coerce: bool, path: str | None) -> Colu
             f"{name!r} cannot name a column ('_validity' is reserved, '/' separates paths)",
             path=where,
         )
+    if type(value) is np.ndarray and value.ndim:
+        # The common producer input (a native numeric array): the checks of Column(...) and
+        # canonical_dtype reduce to one dtype lookup, so wrap it directly.
+        dtype = NATIVE_DTYPES.get(value.dtype)
+        want = CANONICAL.get(name)
+        if dtype is not None and (want is None or (want == dtype and value.ndim == 1)):
+            return Column._trusted(value, dtype)
     if isinstance(value, Column):
         column = value
     else:
@@ -177,8 +184,10 @@ class Block(Mapping[str, Column]):
         self._columns = built
         self._count = int(count)
         self._structural_shape = shape
-        layout = {n: (c.dtype, c.trailing) for n, c in built.items()}
-        self._targets = check_targets(targets, layout, path=path) if targets else None
+        self._targets = None
+        if targets:
+            layout = {n: (c.dtype, c.trailing) for n, c in built.items()}
+            self._targets = check_targets(targets, layout, path=path)
         if attributes is not None and not isinstance(attributes, Mapping):
             raise InvalidRecord("block attributes is a mapping {name: JSON value}", path=path)
         attrs: dict[str, Any] = finite_json(dict(attributes), path=path) if attributes else {}

@@ -176,7 +176,8 @@ class Column:
         return self._precision
 
     def __len__(self) -> int:
-        return self.shape[0]
+        values = self._values
+        return len(values) if values is not None else self.shape[0]
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> npt.NDArray[Any]:
         if dtype is None and not copy:

@@ -417,7 +417,11 @@ class Declaration(_Spec):
         """
         if not isinstance(frame, Frame):
             raise InvalidRecord(f"conform takes a Frame, not {type(frame).__name__}", path=path)
-        blocks = {name: self._conform_block(name, block, path) for name, block in frame.items()}
+        blocks = {
+            name: self._conform_block(name, block, path) for name, block in frame._blocks.items()
+        }
+        if not self.meta and not frame._meta:  # the common run without per-step meta
+            return Frame._trusted(blocks, {}, {}, frame.box, frame.step, frame.time)
         meta = frame.meta
         values: dict[str, Any] = {}
         for key in meta:
@@ -451,19 +455,9 @@ class Declaration(_Spec):
                 " (trajectory.md §8)",
                 path=where,
             )
-        presented = block._columns.keys()  # key views: no per-frame sets of the Mapping
-        extra = presented - spec.columns.keys()
-        if extra:
-            raise InvalidRecord(
-                f"columns {sorted(extra)} are not declared for block {name!r}", path=where
-            )
-        missing = spec.columns.keys() - presented
-        if missing:
-            raise InvalidRecord(
-                f"a presented block carries every declared column; {name!r} lacks {sorted(missing)}"
-                " (all columns share the update's rows)",
-                path=where,
-            )
+        presented = block._columns
+        if presented.keys() != spec.columns.keys():
+            _refuse_columns(name, presented.keys(), spec, where)
         if spec.structural_shape is not None:
             want = 1
             for n in spec.structural_shape:
@@ -484,15 +478,48 @@ class Declaration(_Spec):
             raise InvalidRecord(
                 f"targets {block.targets} differ from the declared {spec.targets}", path=where
             )
-        columns: dict[str, Column] = {}
-        for column_name, column_spec in spec.columns.items():
-            columns[column_name] = _conform_column(
-                block[column_name], column_spec, f"{where}/{column_name}"
-            )
+        columns = {
+            column_name: _conform_column(presented[column_name], column_spec, where, column_name)
+            for column_name, column_spec in spec.columns.items()
+        }
         return Block._trusted(columns, block.count, spec.structural_shape, spec.targets, None)
 
 
-def _conform_column(column: Column, spec: ColumnSpec, where: str) -> Column:
+def _refuse_columns(name: str, presented: Any, spec: BlockSpec, where: str) -> None:
+    """Refuse a block whose columns are not exactly the declared ones."""
+    extra = presented - spec.columns.keys()
+    if extra:
+        raise InvalidRecord(
+            f"columns {sorted(extra)} are not declared for block {name!r}", path=where
+        )
+    missing = spec.columns.keys() - presented
+    raise InvalidRecord(
+        f"a presented block carries every declared column; {name!r} lacks {sorted(missing)}"
+        " (all columns share the update's rows)",
+        path=where,
+    )
+
+
+def _conform_column(column: Column, spec: ColumnSpec, block_path: str, name: str) -> Column:
+    values = column._values
+    if (
+        values is not None
+        and column._dtype == spec.dtype
+        and column._validity is None
+        and column._precision is None
+        and values.shape[1:] == spec.trailing
+    ):
+        # a plain column of the declared dtype (what a producer presents each frame): the
+        # checks below all pass, so only the rounding is left
+        if spec.precision is None:
+            return column
+        rounded = quantize(values, spec.precision)
+        rounded.flags.writeable = False  # made here: no producer holds it (see _owned)
+        return Column._trusted(rounded, spec.dtype, None, None)
+    return _conform_checked(column, spec, f"{block_path}/{name}")
+
+
+def _conform_checked(column: Column, spec: ColumnSpec, where: str) -> Column:
     values = column.values
     if column.dtype != spec.dtype:
         values, _ = as_column_array(values, spec.dtype, path=where)

@@ -37,6 +37,11 @@ _NUMPY: Final[dict[str, np.dtype[Any]]] = {
     "string": STRING_DTYPE,
 }
 
+#: The column dtype of a numpy dtype that holds it as is (every numeric dtype, this byte order).
+NATIVE_DTYPES: Final[dict[np.dtype[Any], str]] = {
+    d: n for n, d in _NUMPY.items() if n != "string" and d.isnative
+}
+
 #: Zarr V3 ``data_type`` of each column dtype (storage.md §6).
 ZARR_DATA_TYPE: Final[dict[str, str]] = {
     "f64": "float64",

@@ -36,6 +36,8 @@ __all__ = [
     "decode_meta_document",
 ]
 
+_I64_MIN, _I64_MAX = -(2**63), 2**63 - 1
+
 #: The reserved attribute that maps every meta key to its tag.
 META_TYPES_KEY = "_meta_types"
 
@@ -144,9 +146,18 @@ class Frame(Mapping[str, Block]):
         self._blocks = {
             name: _as_block(name, value, path) for name, value in (blocks or {}).items()
         }
-        self._meta, self._meta_types = _typed_meta(meta, meta_types, path)
+        if meta is None and meta_types is None:
+            self._meta: dict[str, Any] = {}
+            self._meta_types: dict[str, str] = {}
+        else:
+            self._meta, self._meta_types = _typed_meta(meta, meta_types, path)
         self._box = _as_box(box, path)
-        self._step = None if step is None else coerce_element("i64", step, path=f"{path or ''}step")
+        if type(step) is int and _I64_MIN <= step <= _I64_MAX:  # what coerce_element keeps
+            self._step: int | None = step
+        else:
+            self._step = (
+                None if step is None else coerce_element("i64", step, path=f"{path or ''}step")
+            )
         self._time = None if time is None else coerce_element("f64", time, path=f"{path or ''}time")
 
     @classmethod

@@ -24,6 +24,11 @@ PRECISION_MIN: Final[float] = 2.0**-1000
 PRECISION_MAX: Final[float] = 2.0**1000
 
 
+_F64: Final = np.dtype(np.float64)
+_LEAST: Final = np.minimum.reduce  # x.min() without the Python wrapper (the append path)
+_MOST: Final = np.maximum.reduce
+
+
 def check_precision(precision: object, *, path: str | None = None) -> float:
     """Return ``precision`` as a float when it is a legal declaration, else refuse.
 
@@ -78,11 +83,17 @@ def quantize(values: npt.ArrayLike, precision: float) -> npt.NDArray[np.float64]
     of a small negative value survives as ``-0.0``.
     """
     q = quantum(precision)
-    x = _reals(values)
+    x = values if type(values) is np.ndarray and values.dtype == _F64 else _reals(values)
     limit = 2.0**52 * q
-    if limit < math.inf and x.size and x.min() > -limit and x.max() < limit:  # all in range
+    if (
+        limit < math.inf
+        and x.size
+        and _LEAST(x, axis=None) > -limit
+        and _MOST(x, axis=None) < limit
+    ):  # all in range
         # (NaN fails both comparisons.) No value is kept, nothing can overflow.
-        fast = np.rint(x * (1.0 / q))
+        fast = np.multiply(x, 1.0 / q)
+        np.rint(fast, out=fast)
         fast *= q
         return fast
     with np.errstate(over="ignore", invalid="ignore"):

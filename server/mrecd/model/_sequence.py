@@ -9,7 +9,7 @@ frames and store the same sparse updates.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import KeysView, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,6 +102,12 @@ class SequenceState:
         self.sections: dict[str, Mapping[str, Block]] = dict(sections or {})
         if system is not None:
             self.sections.setdefault("system", self.system)
+        #: (block, target) of every aligned block, checked on each frame
+        self._aligned = [
+            (name, spec.aligned_with)
+            for name, spec in pinned.blocks.items()
+            if spec.aligned_with is not None
+        ]
         self.nstep = 0
         self.last_step: int | None = None
         self.has_time: bool | None = None
@@ -168,16 +174,19 @@ class SequenceState:
             )
         conformed = self.declaration.conform(frame, path=where)
         changed: dict[str, Block] = {}
-        resolved = dict(self.current)
-        for name, block in conformed.items():
-            self._check_system_rows(name, block, where)
-            previous = self.current.get(name)
+        current = self.current
+        resolved = dict(current)
+        for name, block in conformed._blocks.items():
+            if self.system:
+                self._check_system_rows(name, block, where)
+            previous = current.get(name)
             if previous is None or not previous.same_content(block):
                 block = _owned(block)
                 changed[name] = block
                 resolved[name] = block
-        self._check_aligned(resolved, where)
-        self._check_targets(resolved, set(changed), where)
+        if self._aligned:
+            self._check_aligned(resolved, where)
+        self._check_targets(resolved, changed.keys(), where)
         box_update = self._box_update(frame.box, where)
         update = Update(
             ordinal=self.nstep,
@@ -218,9 +227,8 @@ class SequenceState:
             )
 
     def _check_aligned(self, resolved: Mapping[str, Block], where: str) -> None:
-        for name, spec in self.declaration.blocks.items():
-            target = spec.aligned_with
-            if target is None or name not in resolved:
+        for name, target in self._aligned:
+            if name not in resolved:
                 continue
             if target not in resolved:
                 raise InvalidRecord(
@@ -236,10 +244,12 @@ class SequenceState:
                     path=f"{where}/{name}",
                 )
 
-    def _check_targets(self, resolved: Mapping[str, Block], touched: set[str], where: str) -> None:
+    def _check_targets(
+        self, resolved: Mapping[str, Block], touched: KeysView[str], where: str
+    ) -> None:
         """Range-check the references of blocks that changed or whose target changed."""
         for name, block in resolved.items():
-            targets = block.targets
+            targets = block._targets
             if not targets or not (name in touched or touched & set(targets.values())):
                 continue
             try:

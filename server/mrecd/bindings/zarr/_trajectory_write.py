@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
@@ -61,7 +61,7 @@ __all__ = ["TrajectoryWriter", "create_trajectory_group"]
 
 _GROUP = {"zarr_format": 3, "node_type": "group"}
 _MAX_INFLIGHT = 2  # commits queued behind the committer before an append waits
-_SYNC_THREADS = 8  # fsyncs of one durable commit issued at once
+_SYNC_THREADS = 8  # fsyncs (and array writes) of one commit issued at once
 
 
 def _group_doc(attributes: dict[str, Any]) -> dict[str, Any]:
@@ -529,6 +529,7 @@ class TrajectoryWriter:
         self._k_override = flush_every
         self.k = flush_every or 0
         self._committer: ThreadPoolExecutor | None = None
+        self._encoder: ThreadPoolExecutor | None = None
         self._helper: ThreadPoolExecutor | None = None
         self._syncer: ThreadPoolExecutor | None = None
         self._inflight: list[Future[None]] = []
@@ -663,7 +664,11 @@ class TrajectoryWriter:
         self.pending = 0
         if self._committer is None:
             self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mrecd-commit")
-        self._inflight.append(self._committer.submit(self._run, commit))
+            self._encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mrecd-encode")
+        assert self._encoder is not None
+        # two FIFO stages: a commit encodes while the one before it is still being written
+        encoded = self._encoder.submit(self._encode, commit)
+        self._inflight.append(self._committer.submit(self._run, commit, encoded))
         while len(self._inflight) > (0 if wait else _MAX_INFLIGHT):
             self._settle(self._inflight.pop(0))
         self._unsynced = not (durable and wait)
@@ -716,8 +721,8 @@ class TrajectoryWriter:
             self._appenders(),
         )
 
-    def _run(self, commit: _Commit) -> None:
-        """On the committer thread: encode (two threads for big commits), write, publish."""
+    def _encode(self, commit: _Commit) -> None:
+        """On the encoder thread: every chunk of the commit (two threads for big commits)."""
         work = [(a, k) for a in commit.arrays for k in range(len(a.jobs))]
         if len(work) >= 8:
             if self._helper is None:
@@ -728,13 +733,38 @@ class TrajectoryWriter:
             other.result()
         else:
             _encode_work(work)
-        for array in commit.arrays:
-            array.write()
+
+    def _run(self, commit: _Commit, encoded: Future[None]) -> None:
+        """On the committer thread, once ``commit`` is encoded: write, publish.
+
+        Commits are written in the order they were prepared (one committer
+        thread); only their encoding runs ahead.
+        """
+        encoded.result()  # the encoding's error fails this commit, as before
+        self._write_arrays(commit.arrays)
         for path, document in commit.groups:
             write_json_atomic(path, document, durable=commit.durable)
         if commit.durable:
             self._sync_all(commit.appenders)
         self._publish(*commit.trajectory, durable=commit.durable)
+
+    def _write_arrays(self, arrays: list[ArrayCommit]) -> None:
+        """Every array's chunks, shard index, then its ``zarr.json``; on positional storage
+        the arrays at once.
+
+        Each array keeps its own order (data before its metadata); arrays are
+        independent files, so their writes overlap. Replacing a ``zarr.json``
+        waits on the filesystem (ext4 starts writing the new file out when it
+        is renamed over the old one), and one commit replaces one per array.
+        Object storage keeps one array after the other (each array's chunk
+        PUTs already go up side by side): arrays at once there read back a
+        frame as zeros in the two-replica test (tests/service/test_object_replicas.py).
+        """
+        if len(arrays) < 2 or not self.root.store.positional_writes:
+            for array in arrays:
+                array.write()
+            return
+        self._all_done([array.write for array in arrays])
 
     def _sync_all(self, appenders: list[ArrayAppender]) -> None:
         """fsync every array's writes, all at once, and return when all are done.
@@ -743,9 +773,17 @@ class TrajectoryWriter:
         durable commit waits about as long as one fsync instead of one per
         file. The marker is published only after every one of them returned.
         """
+        self._all_done([appender.sync for appender in appenders])
+
+    def _all_done(self, calls: list[Callable[[], None]]) -> None:
+        """Run ``calls`` at once on the I/O pool; return when all are done (raise the first error).
+
+        Whatever fails, none is still running when this returns, so nothing
+        published after it can overtake a write of this step.
+        """
         if self._syncer is None:
-            self._syncer = ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="mrecd-fsync")
-        futures = [self._syncer.submit(appender.sync) for appender in appenders]
+            self._syncer = ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="mrecd-io")
+        futures = [self._syncer.submit(call) for call in calls]
         wait(futures)
         for future in futures:
             future.result()  # the first failure, once none is still running
@@ -781,10 +819,10 @@ class TrajectoryWriter:
             if self._failure is None and (self._unsynced or self.pending):
                 self.flush(durable=True)
         finally:
-            for pool in (self._committer, self._helper, self._syncer):
+            for pool in (self._committer, self._encoder, self._helper, self._syncer):
                 if pool is not None:
                     pool.shutdown(wait=True)
-            self._committer = self._helper = self._syncer = None
+            self._committer = self._encoder = self._helper = self._syncer = None
             for appender in self._appenders():
                 appender.close()
 
