@@ -698,3 +698,16 @@ def test_a_failed_fsync_publishes_nothing(root: Path, monkeypatch: Any) -> None:
     with pytest.raises(OSError, match="injected fsync failure"):
         _durable_run(root, monkeypatch, fail="atoms/y")
     assert len(open_trajectory(root)) == 0  # the marker still says nstep 0
+
+
+def test_a_series_is_the_callers_to_change(root: Path) -> None:
+    """Decoded chunks are cached read-only; a series read from one is a copy."""
+    create_trajectory(root, xyz_declaration(pe={"dtype": "f64"}))
+    traj = open_trajectory(root)
+    for i in range(3):
+        traj.append(frame(i, blocks={"atoms": atoms(2, i)}, meta={"pe": -float(i)}))
+    traj.close()
+    reader = open_trajectory(root)
+    values = reader.series("pe")
+    values += 10.0
+    assert reader.series("pe").tolist() == [0.0, -1.0, -2.0]

@@ -691,7 +691,9 @@ class TrajectoryReader:
         if key not in self.declaration.meta:
             raise InvalidRecord(f"meta key {key!r} is not declared", path=join(self.path, "meta"))
         stop = self.nstep if stop is None else min(stop, self.nstep)
-        return self.meta_array(key).read(max(0, start), max(start, stop))
+        values = self.meta_array(key).read(max(0, start), max(start, stop))
+        # the caller's own array, as before: a view of a cached chunk is read-only
+        return values if values.flags.writeable else values.copy()
 
     # -- validation --------------------------------------------------------------------------
 
