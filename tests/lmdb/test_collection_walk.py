@@ -19,6 +19,7 @@ from test_collection_update_plans import EXPECTED, PAYLOAD, value, xyz
 import mrecd
 from mrecd.bindings.lmdb import frame_key
 from mrecd.bindings.lmdb._plans import plan_keyed, plan_like
+from mrecd.codecs import decode_blocks, encode_blocks
 
 
 def _hint(blocks: dict[str, Any]) -> Any:
@@ -123,3 +124,59 @@ def test_the_tampered_update_repeats_the_blocks_text(tmp_path: Path) -> None:
     text = header(one)[0]
     prefix = text[: text.index(',"meta"')]
     assert prefix.startswith('{"blocks":') and header(two)[0].startswith(prefix + ",")
+
+
+def test_a_second_read_many_reads_the_values_without_checking_them_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Records never change once committed: a record walked and checked whole in
+    this process is read again against the plans it passed (``rewalk``)."""
+    path = tmp_path / "w.mrec.lmdb"
+    _three(path)
+    with mrecd.open_collection(path) as col:
+        (first,) = col.read_many([0])
+        expected = list(first.trajectory)
+
+        def no_walk(*args: Any) -> Any:
+            raise AssertionError("walked again")
+
+        monkeypatch.setattr("mrecd.bindings.lmdb._store.walk", no_walk)
+        (again,) = col.read_many([0])
+        assert list(again.trajectory) == expected
+        assert again.trajectory[2]["atoms"]["x"].values.tolist() == (X0 + 2).tolist()
+        assert [f.step for f in again.trajectory] == [f.step for f in expected]
+
+
+def test_a_value_of_another_size_is_checked_again_on_the_second_read(tmp_path: Path) -> None:
+    path = tmp_path / "w.mrec.lmdb"
+    _three(path)
+    with mrecd.open_collection(path) as col:
+        col.read_many([0])
+        # rewritten under the open handle (a second environment is refused in-process)
+        with col._binding._live().env.begin(write=True) as txn:
+            blocks, head = decode_blocks(bytes(txn.get(frame_key(2))), copy=True)
+            head = {k: v for k, v in head.items() if k != "blocks"} | {"meta": {}}
+            txn.put(frame_key(2), encode_blocks(dict(blocks), head))
+        with pytest.raises(mrecd.InvalidRecord, match="every declared per-step key"):
+            col.read_many([0])
+
+
+def test_a_frame_read_again_is_built_from_its_value_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A checked frame of one planned update is read again from its key and
+    size (``quick_frame``), without the recipe's replay."""
+    path = tmp_path / "w.mrec.lmdb"
+    _three(path)
+    with mrecd.open_collection(path) as col:
+        trajectory = col[0].trajectory
+        first = [trajectory[i] for i in range(3)]
+
+        def no_replay(*args: Any) -> Any:
+            raise AssertionError("replayed")
+
+        monkeypatch.setattr("mrecd.api._collection.replay", no_replay)
+        again = [col[0].trajectory[i] for i in range(3)]
+    assert again == first
+    assert again[1]["atoms"]["x"].values.tolist() == (X0 + 1).tolist()
+    assert [f.meta["pe"] for f in again] == [-1.0, -2.0, -3.0]

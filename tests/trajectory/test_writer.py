@@ -592,6 +592,48 @@ def test_readers_keep_a_bounded_number_of_shards_open(
     assert block is not None and len(block.columns["x"]._ranges) == 2
 
 
+@pytest.mark.parametrize(
+    ("soft", "budget"),
+    [(256, 32), (1024, 32), (4096, 128), (20000, 512), (2**20, 512)],
+)
+def test_the_open_shard_budget_follows_the_descriptor_limit(
+    monkeypatch: pytest.MonkeyPatch, soft: int, budget: int
+) -> None:
+    """A long run's random reads keep its shards open when `ulimit -n` allows it."""
+    monkeypatch.setattr(_shard.resource, "getrlimit", lambda _: (soft, 2**20))
+    assert _shard._open_shards_budget() == budget
+
+
+def test_small_chunks_of_an_indexed_block_are_decoded_once_at_random_frames(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decoded-chunk cache sized in bytes: an indexed block's 8-byte rows (one
+    chunk spans many frames) stay decoded while frames are read at random."""
+    traj = open_trajectory(root, flush_every=500)
+    for i in range(3000):
+        blocks: dict[str, Any] = {"atoms": atoms(2, i)}
+        if i % 2 == 0:
+            blocks["sites"] = {"atomi": np.arange(i, i + 12, dtype=np.uint64)}
+        traj.append(frame(i, blocks=blocks))
+    traj.close()
+    reader = open_trajectory(root)
+    assert reader._reader is not None
+    sites = reader._reader.block("sites")
+    assert sites is not None
+    column = sites.columns["atomi"]
+    chunks = -(-sites.total_rows // column.inner_rows)
+    assert chunks > _shard._CHUNK_CACHE  # more chunks than the old fixed cache held
+    decoded: list[int] = []
+    real = column._decode_chunk
+    monkeypatch.setattr(column, "_decode_chunk", lambda c: decoded.append(c) or real(c))
+    for i in np.random.default_rng(0).integers(0, 3000, 400):
+        got = reader[int(i)]["sites"]["atomi"].values
+        np.testing.assert_array_equal(got, np.arange(i - i % 2, i - i % 2 + 12))
+    assert sorted(decoded) == sorted(set(decoded))  # each chunk decoded once
+    with pytest.raises(ValueError, match="read-only"):
+        got[0] = 7  # views of a shared decoded chunk
+
+
 def test_a_commit_whose_marker_changed_meanwhile_is_refused_and_invisible(root: Any) -> None:
     """The marker is a conditional put on the ETag the writer last saw (storage-seam issue)."""
     create_trajectory(root, xyz_declaration())
@@ -712,3 +754,16 @@ def test_a_failed_array_write_publishes_nothing(root: Path, monkeypatch: Any) ->
     with pytest.raises(OSError, match="injected write failure"):
         _commits_run(root, monkeypatch, fail="atoms/y")
     assert len(open_trajectory(root)) == 0  # the first commit never published
+
+
+def test_a_series_is_the_callers_to_change(root: Path) -> None:
+    """Decoded chunks are cached read-only; a series read from one is a copy."""
+    create_trajectory(root, xyz_declaration(pe={"dtype": "f64"}))
+    traj = open_trajectory(root)
+    for i in range(3):
+        traj.append(frame(i, blocks={"atoms": atoms(2, i)}, meta={"pe": -float(i)}))
+    traj.close()
+    reader = open_trajectory(root)
+    values = reader.series("pe")
+    values += 10.0
+    assert reader.series("pe").tolist() == [0.0, -1.0, -2.0]

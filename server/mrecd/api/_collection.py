@@ -25,6 +25,7 @@ from ..bindings.lmdb import (
     incoming,
     index_values,
     join,
+    quick_frame,
     replay,
 )
 from ..errors import InvalidRecord, NotFound, RecordOutOfRange
@@ -148,9 +149,28 @@ class CollectionTrajectory(Sequence[Frame]):
     @overload
     def __getitem__(self, i: slice) -> FrameSlice: ...
     def __getitem__(self, i: int | slice) -> Frame | FrameSlice:
+        if type(i) is int and self._frames is None and 0 <= i < self._view.n_frames:
+            frame = self._quick(i)
+            if frame is not None:
+                return frame
         if isinstance(i, slice):
             return FrameSlice(self, range(*i.indices(len(self))))
         return self.read(i)
+
+    def _quick(self, k: int) -> Frame | None:
+        """Frame ``k`` when it was read and checked before from one value (see
+        ``quick_frame``): one ``txn.get`` and the arrays; ``None`` otherwise."""
+        layout = self._layout_seen or self._view.caches.layout(self._view.r)
+        if layout is None:
+            return None
+        self._layout_seen = layout
+        quick = layout.quick.get(k)
+        if quick is None:
+            return None
+        value = self._binding.get(quick[0])
+        if value is None or len(value) != quick[1]:
+            return None  # the long way says what is wrong
+        return quick_frame(value, quick)
 
     def __iter__(self) -> Iterator[Frame]:
         if self._frames is None:
@@ -194,12 +214,14 @@ class CollectionTrajectory(Sequence[Frame]):
             A block in ``blocks`` is unknown, or the stored record breaks a
             reader rule (lmdb.md §5).
         """
-        k = _ordinal(i, len(self), "frame")
+        k = _ordinal(i, self._view.n_frames, "frame")
         if blocks is None and columns is None and not join and self._frames is None:
+            frame = self._quick(k)
+            if frame is not None:
+                return frame
             view = self._view
-            layout = self._layout_seen or view.caches.layout(view.r)
+            layout = self._layout_seen
             if layout is not None and k in layout.recipes:  # read and checked before
-                self._layout_seen = layout
                 with self._binding.reading() as txn:
                     return replay(txn, view, layout, k)
         names = None if blocks is None else self._names(blocks, join)

@@ -8,7 +8,7 @@ from ._index import RESERVED, IndexColumnSpec
 from ._interchange import collection_from_dict, collection_to_dict
 from ._keys import FF, INDEX, META, frame_key, record_key, system_key
 from ._meta import LAYOUT, LAYOUT_VERSION
-from ._read import RecordView, join, replay
+from ._read import RecordView, join, quick_frame, replay
 from ._store import SUFFIX, LmdbCollection, RecordParts
 from ._write import incoming, index_values
 
@@ -30,6 +30,7 @@ __all__ = [
     "incoming",
     "index_values",
     "join",
+    "quick_frame",
     "record_key",
     "replay",
     "system_key",

@@ -18,11 +18,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, overload
 
+import numpy as np
+
 from ...codecs import decode_blocks
 from ...errors import FrameBytesError, InvalidRecord
 from ...model import (
     Block,
     Box,
+    Column,
     Declaration,
     Frame,
     check_block_targets,
@@ -46,17 +49,21 @@ __all__ = [
     "Expected",
     "HeldFrames",
     "Layout",
+    "Quick",
     "RecordView",
     "check_v1_frame",
     "join",
     "loads",
+    "quick_frame",
     "replay",
     "resolve",
+    "rewalk",
     "scan",
     "walk",
 ]
 
 _PREFIX = struct.Struct("<4sI")
+_U64BE = struct.Struct(">Q")
 _UPDATE_KEYS: Final = frozenset({"blocks", "meta", "meta_types", "step", "time", "box"})
 _ANGLE_VALUES: Final = frozenset({"theta0", "chi0", "phase", "phi1", "phi2", "phi3"})
 _RELATIONS: Final = frozenset({"bonds", "angles", "dihedrals", "impropers", "pairs", "cmaps"})
@@ -141,6 +148,13 @@ class Layout:
     recipes: dict[int, Any] = field(default_factory=dict)
     #: checked plans of the updates read so far (see ``_plans``), by frame
     plans: dict[int, UpdatePlan] = field(default_factory=dict)
+    #: checked frames that resolve from one planned update of plain blocks:
+    #: everything :func:`quick_frame` needs but the value (see :data:`Quick`)
+    quick: dict[int, Quick] = field(default_factory=dict)
+    #: per frame what :class:`HeldFrames` holds beside the bytes, when a walk
+    #: checked every update against a plan and every frame's meta is held
+    #: immutable: a later walk of the record only reads the values (:func:`rewalk`)
+    walked: list[Any] | None = None
 
     @property
     def known(self) -> int:
@@ -159,6 +173,8 @@ class Layout:
             dict(self.meta_values),
             dict(self.recipes),
             dict(self.plans),
+            dict(self.quick),
+            self.walked,
         )
 
     def latest(self, name: str, i: int) -> tuple[int, int] | None:
@@ -395,16 +411,26 @@ def _values(
     stop = view.n_frames if stop is None else stop
     if start >= stop:
         return
+    base = view.first
     cursor = txn.cursor()
-    found = cursor.set_key(frame_key(view.first + start))
-    for k in range(start, stop):
-        if not found or cursor.key() != frame_key(view.first + k):
-            raise InvalidRecord(
-                f"frame key f‖{view.first + k} is missing inside the record's range (lmdb.md §5)",
-                path=f"{view.path}[{k}]",
-            )
-        yield k, cursor.value()
-        found = cursor.next()
+    k = start  # the frame whose key comes next
+    if cursor.set_key(frame_key(base + start)):
+        pack = _U64BE.pack
+        for key, value in cursor.iternext():  # from the key found on
+            try:
+                expected = b"f" + pack(base + k)
+            except struct.error:
+                expected = frame_key(base + k)  # refuses the ordinal outside u64
+            if key != expected:
+                break
+            yield k, value
+            k += 1
+            if k == stop:
+                return
+    raise InvalidRecord(
+        f"frame key f‖{base + k} is missing inside the record's range (lmdb.md §5)",
+        path=f"{view.path}[{k}]",
+    )
 
 
 def scan(txn: Any, view: RecordView, upto: int, layout: Layout | None = None) -> Layout:
@@ -605,7 +631,57 @@ def resolve(
     if names is None and i in layout.checked:
         pairs = tuple((k, tuple(block_names)) for k, block_names in wanted.items())
         layout.recipes[i] = (pairs, tuple(blocks), layout.box(i), layout.steps[i], time)
+        quick = _quick(view, layout, i, pairs)
+        if quick is not None:
+            layout.quick[i] = quick  # one dict store: safe beside readers in other threads
     return Frame._trusted(blocks, meta, tags, layout.box(i), layout.steps[i], time)
+
+
+#: A checked frame read again from one value: its key, the value's size, per
+#: block ``(name, count, ((column, dtype, numpy dtype, items, offset), ...))``
+#: with offsets from the value's start, then meta, tags, cell, step and time.
+Quick = tuple[bytes, int, tuple[Any, ...], dict[str, Any], dict[str, str], Any, int, Any]
+
+
+def _quick(
+    view: RecordView, layout: Layout, i: int, pairs: tuple[tuple[int, tuple[str, ...]], ...]
+) -> Quick | None:
+    """Frame ``i``'s :data:`Quick` entry when it resolves from one planned update
+    whose blocks are all plain and its meta is held (immutable); else ``None``."""
+    if len(pairs) != 1:
+        return None
+    k, names = pairs[0]
+    known = layout.plans.get(k)
+    meta = layout.meta_values.get(i)
+    if known is None or meta is None or not known.plain.issuperset(names):
+        return None
+    start = known.start
+    blocks = tuple(
+        (
+            name,
+            known.blocks[name][0],
+            tuple((c[0], c[1], c[2], c[3], start + c[5]) for c in known.blocks[name][1]),
+        )
+        for name in names
+    )
+    time = None if layout.times is None else layout.times[i]
+    key = frame_key(view.first + k)
+    return key, known.size, blocks, meta, view.expect.tags, layout.box(i), layout.steps[i], time
+
+
+def quick_frame(value: bytes, quick: Quick) -> Frame:
+    """The frame of a :data:`Quick` entry from its value (``len(value)`` is the
+    entry's size: the bytes its plan checked; records never change)."""
+    blocks = {}
+    for name, count, columns in quick[2]:
+        blocks[name] = Block._trusted(
+            {
+                c: Column._trusted(np.frombuffer(value, np_dtype, items, at), dtype)
+                for c, dtype, np_dtype, items, at in columns
+            },
+            count,
+        )
+    return Frame._trusted(blocks, quick[3], quick[4], quick[5], quick[6], quick[7])
 
 
 #: How a checked frame resolves: ``((update, block names), ...)``, block order,
@@ -660,8 +736,25 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, HeldFrames]:
     general: dict[str, Block] = {}  #: resolved blocks decoded by the general decoder
     path = view.path
     parts = held.parts
+    short = view.molrec_version != 1  # version 1's rule reads every update's blocks
     for k, value in _values(txn, view):
-        names, same = walker.decode(bytes(value), k, held)
+        buf = bytes(value)
+        raw = walker.plain(buf, k, held) if short else None
+        if raw is not None:  # same blocks text as update k - 1, a plain header: checked
+            names = walker.last.blocks  # type: ignore[union-attr]
+            sources = (
+                dict.fromkeys(sources, k)
+                if len(names) == len(sources)
+                else (sources | dict.fromkeys(names, k))
+            )
+            meta = _plain_reals(raw, tags)
+            if meta is None:
+                meta = step_meta(layout, k, tags, f"{path}[{k}]")
+            else:
+                layout.meta_values[k] = meta
+            parts.append((sources, meta, None, layout.steps[k], None))
+            continue
+        names, same = walker.decode(buf, k, held)
         where = f"{path}[{k}]"
         if names:
             if same:
@@ -695,7 +788,29 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, HeldFrames]:
         box = layout.box(k) if layout.boxes[0] else None
         parts.append((sources, meta, box, layout.steps[k], time))
     layout.checked.update(range(view.n_frames))
+    if len(layout.plans) == view.n_frames and len(layout.meta_values) == view.n_frames:
+        layout.walked = parts  # never changed from here on
     return layout, held
+
+
+def rewalk(txn: Any, view: RecordView, layout: Layout) -> HeldFrames | None:
+    """The record's frames again after a :func:`walk` in this process checked
+    them all (``layout.walked``): each value is read in ``txn`` and held with
+    its plan, whose checks held for these bytes (a record never changes once
+    committed; the size is checked again). ``None`` when a value's size
+    differs: :func:`walk` then checks it whole."""
+    parts = layout.walked
+    if parts is None:
+        return None
+    plans = layout.plans
+    held = HeldFrames(view.n_frames, view.expect.tags)
+    for k, value in _values(txn, view):
+        known = plans[k]
+        if known.size != len(value):
+            return None
+        held.hold(k, (known, bytes(value)))
+    held.parts = parts
+    return held
 
 
 class HeldFrames(Sequence[Frame]):
@@ -762,6 +877,55 @@ class _Walker:
         self.blocks: dict[str, Block] = {}
         #: row counts of the last update's blocks
         self.counts: dict[str, int] = {}
+
+    def plain(self, buf: bytes, k: int, held: HeldFrames) -> dict[str, Any] | None:
+        """Update ``k`` the short way, or ``None`` (then nothing is changed: :meth:`decode`).
+
+        The short way is the common update of a record: the previous update's
+        ``blocks`` text (checked then), a header of only ``meta`` with the
+        declared keys and an integer ``step`` above the previous one, no times
+        and no cell in the record so far, no ``id`` column. The checks are
+        :meth:`decode`'s and ``_Scan.add_plain``'s, in one place. Returns the
+        update's raw per-step meta.
+        """
+        hint = self.hint
+        if hint is None or self.ids:
+            return None
+        got = plan_like(buf, hint)
+        if got is None:
+            return None
+        header, start = got
+        layout = self.folder.layout
+        steps = layout.steps
+        step = header.get("step")
+        raw = header.get("meta")
+        if (
+            len(header) != 2
+            or type(step) is not int
+            or not steps
+            or not steps[-1] < step <= _I64_MAX
+            or layout.times is not None
+            or layout.boxes[0]
+            or type(raw) is not dict
+            or raw.keys() != self.view.expect.tags.keys()
+        ):
+            return None
+        known = self.last
+        if known is None or known.size != len(buf) or known.start != start:
+            known = self.last = UpdatePlan(
+                len(buf), start, hint.template.blocks, hint.template.plain
+            )
+        layout.plans[k] = known
+        updates = layout.updates
+        for name, (count, _) in known.blocks.items():
+            ordinals, rows = updates[name]  # the previous update held the same blocks
+            ordinals.append(k)
+            rows.append(count)
+        steps.append(step)
+        layout.metas.append(raw)
+        self.blocks = {}
+        held.hold(k, (known, buf))
+        return raw
 
     def decode(self, buf: bytes, k: int, held: HeldFrames) -> tuple[Any, bool]:
         """Check update ``k`` and hold it in ``held``; its block names and

@@ -17,7 +17,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from ...codecs import decode_blocks, decode_frame, encode_blocks, plain_document
 from ...errors import (
@@ -47,7 +47,17 @@ from ._index import (
 )
 from ._keys import FF, INDEX, META, frame_key, index_page_key, record_key, system_key
 from ._meta import PAGE_ROWS, MetaValue, decode_meta, meta_encoder
-from ._read import Expected, Layout, RecordView, check_v1_frame, loads, resolve, scan, walk
+from ._read import (
+    Expected,
+    Layout,
+    RecordView,
+    check_v1_frame,
+    loads,
+    resolve,
+    rewalk,
+    scan,
+    walk,
+)
 from ._write import Incoming, Prepared, derive_declaration, prepare, shared_columns
 
 __all__ = ["SUFFIX", "LmdbCollection", "RecordParts"]
@@ -85,11 +95,9 @@ class _Caches:
                 self.views.popitem(last=False)
 
     def layout(self, r: int) -> Layout | None:
-        with self.lock:
-            layout = self.layouts.get(r)
-            if layout is not None:
-                self.layouts.move_to_end(r)
-            return layout
+        # No lock and no move to the end: every frame read asks, and one dict
+        # lookup is atomic; the cache so drops its oldest insertion first.
+        return self.layouts.get(r)
 
     def put_layout(self, r: int, layout: Layout) -> None:
         with self.lock:
@@ -158,9 +166,12 @@ def _install(handle: _env.EnvHandle, state: _State) -> None:
             handle.previous, handle.state = current, state
 
 
-@dataclass(frozen=True, slots=True)
-class RecordParts:
-    """Record ``r`` as read: its ``meta`` document, ``system`` and trajectory view."""
+class RecordParts(NamedTuple):
+    """Record ``r`` as read: its ``meta`` document, ``system`` and trajectory view.
+
+    A named tuple: built at every ``col[r]``, where a frozen dataclass's
+    ``__init__`` cost as much as reading the record's meta.
+    """
 
     meta: dict[str, Any]
     system: Frame | None
@@ -414,6 +425,12 @@ class LmdbCollection:
         valid while it is open)."""
         return self._live().env.begin(buffers=True)
 
+    def get(self, key: bytes) -> bytes | None:
+        """The value of ``key`` as committed now, in a read transaction of its own."""
+        with self._live().env.begin() as txn:
+            value: bytes | None = txn.get(key)
+            return value
+
     def state(self, txn: Any | None = None) -> _State:
         """The committed state, refreshed from ``txn`` (a new read transaction when ``None``)."""
         handle = self._live()
@@ -564,6 +581,11 @@ class LmdbCollection:
     def frames(self, txn: Any, view: RecordView) -> Sequence[Frame]:
         """Every frame of the record, resolved and checked in one pass (each
         :class:`Frame` is built when first asked for)."""
+        known = view.caches.layout(view.r)
+        if known is not None and known.walked is not None:
+            held = rewalk(txn, view, known)
+            if held is not None:
+                return held
         layout, frames = walk(txn, view)
         view.caches.put_layout(view.r, layout)
         return frames

@@ -20,8 +20,10 @@ from __future__ import annotations
 import contextlib
 import gzip
 import math
+import resource
 import threading
 import zlib
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -47,8 +49,31 @@ from ._tree import Tree
 __all__ = ["ArrayAppender", "ArrayLayout", "ArrayReader", "ChunkCodec", "chunk_key"]
 
 _EMPTY: Final = np.uint64(2**64 - 1)
-_CHUNK_CACHE: Final = 4  # decoded chunks kept per array reader
-_OPEN_SHARDS: Final = 32  # shard files kept open per array reader (descriptors are finite)
+_CHUNK_CACHE: Final = 4  # decoded chunks kept per array reader, at least
+#: Decoded bytes kept per array reader: a small-row array (an indexed block's
+#: column) keeps many chunks, each spanning thousands of frames; a coordinate
+#: column (one frame per chunk) keeps a few.
+_CHUNK_CACHE_BYTES: Final = 512 * 1024
+
+
+def _open_shards_budget() -> int:
+    """Shard files kept open per array reader: 32, more when ``ulimit -n`` allows it.
+
+    Descriptors are finite, but reopening a shard costs an ``open``, an
+    ``fstat`` and a ``close`` per read at random frames of a long run (393
+    shards per column at 10^5 frames of 3000 atoms); with a soft limit of
+    ``L`` an array keeps up to ``L // 32`` open (at most 512).
+    """
+    try:
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    except (OSError, ValueError):  # pragma: no cover - no limit reported
+        return 32
+    if soft == resource.RLIM_INFINITY:
+        return 512
+    return max(32, min(512, soft // 32))
+
+
+_OPEN_SHARDS: Final = _open_shards_budget()
 _MISSING: Final[Any] = object()
 _VLEN = VLenUTF8()
 
@@ -638,13 +663,20 @@ class ArrayReader:
     """
 
     def __init__(
-        self, tree: Tree, key: str, metadata: dict[str, Any], *, cache_chunks: int = _CHUNK_CACHE
+        self,
+        tree: Tree,
+        key: str,
+        metadata: dict[str, Any],
+        *,
+        cache_chunks: int | None = None,
     ) -> None:
         self.tree = tree
         self.key = key
         self.metadata = metadata
-        self.cache_chunks = cache_chunks
-        self._ranges: dict[int, RangeReader | None] = {}  # insertion order = recency
+        #: Decoded chunks kept (``None``: as many as :data:`_CHUNK_CACHE_BYTES` hold).
+        self.cache_chunks = _CHUNK_CACHE if cache_chunks is None else cache_chunks
+        #: open shard entries, least recently used first
+        self._ranges: OrderedDict[int, RangeReader | None] = OrderedDict()
         shape = metadata.get("shape")
         if not isinstance(shape, list) or not shape:
             raise InvalidRecord("array shape must be a non-empty list", path=key)
@@ -654,7 +686,9 @@ class ArrayReader:
             raise InvalidRecord(f"data_type {zarr_type!r} is not a column dtype", path=key)
         self.dtype = DTYPE_OF_ZARR[zarr_type]
         self._index_cache: dict[int, npt.NDArray[np.uint64] | None] = {}
-        self._chunk_cache: dict[int, npt.NDArray[Any]] = {}  # the last few decoded chunks
+        #: the last few decoded chunks, oldest first (an OrderedDict drops its oldest in
+        #: O(1); a dict's first key is found by skipping every slot popped before it)
+        self._chunk_cache: OrderedDict[int, npt.NDArray[Any]] = OrderedDict()
         self._zarr: Any = None
         #: Rows known committed (set by the trajectory reader): chunks wholly inside
         #: them never change, so a newer view of the array may keep their caches.
@@ -663,6 +697,9 @@ class ArrayReader:
             self._plan()
         except UnsupportedPipeline:
             self._fast = False
+        else:
+            if cache_chunks is None and self.codec._nbytes:
+                self.cache_chunks = max(_CHUNK_CACHE, _CHUNK_CACHE_BYTES // self.codec._nbytes)
 
     def adopt(self, old: ArrayReader) -> None:
         """Take over what ``old`` (this array before a commit) cached that cannot have changed.
@@ -683,7 +720,7 @@ class ArrayReader:
         full_shards = complete // self.per_shard
         self._chunk_cache.update((c, a) for c, a in old._chunk_cache.items() if c < complete)
         self._index_cache.update((s, i) for s, i in old._index_cache.items() if s < full_shards)
-        ranges, old._ranges = old._ranges, {}
+        ranges, old._ranges = old._ranges, OrderedDict()
         for shard, source in ranges.items():
             if shard < full_shards and shard not in self._ranges:
                 self._ranges[shard] = source
@@ -739,7 +776,7 @@ class ArrayReader:
 
     def close(self) -> None:
         """Release the shard entries this reader keeps open."""
-        ranges, self._ranges = self._ranges, {}
+        ranges, self._ranges = self._ranges, OrderedDict()
         for r in ranges.values():
             if r is not None:
                 r.close()
@@ -754,14 +791,17 @@ class ArrayReader:
 
     def _range(self, shard: int) -> RangeReader | None:
         """The open entry of shard ``shard``; at most :data:`_OPEN_SHARDS` stay open per array."""
-        source: RangeReader | None = self._ranges.pop(shard, _MISSING)
-        if source is _MISSING:
-            if len(self._ranges) >= _OPEN_SHARDS:  # close the least recently used
-                oldest = self._ranges.pop(next(iter(self._ranges)))
-                if oldest is not None:
-                    oldest.close()
-            source = self.tree.open_range(_join(self.key, chunk_key(shard, len(self.shape))))
-        self._ranges[shard] = source  # most recently used last
+        ranges = self._ranges
+        source: RangeReader | None = ranges.get(shard, _MISSING)
+        if source is not _MISSING:
+            ranges.move_to_end(shard)  # most recently used last
+            return source
+        if len(ranges) >= _OPEN_SHARDS:  # close the least recently used
+            oldest = ranges.popitem(last=False)[1]
+            if oldest is not None:
+                oldest.close()
+        source = self.tree.open_range(_join(self.key, chunk_key(shard, len(self.shape))))
+        ranges[shard] = source
         return source
 
     def read(self, start: int, stop: int) -> npt.NDArray[Any]:
@@ -789,12 +829,16 @@ class ArrayReader:
         return np.concatenate(pieces)
 
     def _chunk(self, chunk: int) -> npt.NDArray[Any]:
-        cached = self._chunk_cache.get(chunk)
+        cache = self._chunk_cache
+        cached = cache.get(chunk)
         if cached is None:
             cached = self._decode_chunk(chunk)
-            if len(self._chunk_cache) >= self.cache_chunks:
-                self._chunk_cache.pop(next(iter(self._chunk_cache)))
-            self._chunk_cache[chunk] = cached
+            # shared by every read of the chunk: read-only, so the views handed out
+            # are too (a Column then wraps them without a view of its own)
+            cached.flags.writeable = False
+            if len(cache) >= self.cache_chunks:
+                cache.popitem(last=False)
+            cache[chunk] = cached
         return cached
 
     def _decode_chunk(self, chunk: int) -> npt.NDArray[Any]:

@@ -9,7 +9,9 @@ longer arrays (an uncommitted tail) are tolerated, shorter ones refused.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 import numpy as np
@@ -81,13 +83,16 @@ def _int_attr(value: Any, name: str, path: str, *, positive: bool = False) -> in
 
 
 _INDEX_CHUNK_CACHE: Final = 1024  # decoded chunks of one index array kept (8 KiB each at most)
+_INDEX_LIST_CACHE: Final = 256  # of those, kept as Python ints too (what a search compares)
 
 
 class _IndexArray:
     """Entries of a dense u64 index array (``step_index`` / ``offset``), read chunk by chunk.
 
     A search decodes only the chunks its bisection visits (O(log n) of them,
-    kept in a cache), never the whole array.
+    kept in a cache), never the whole array. Visited chunks are also kept as
+    lists of Python ints: a frame read makes about ten lookups, and a list
+    index or ``bisect`` costs a fraction of a numpy scalar access.
     """
 
     def __init__(self, reader: ArrayReader, name: str) -> None:
@@ -97,11 +102,22 @@ class _IndexArray:
         self.reader = reader
         self.length = reader.shape[0]
         self._rows = reader.inner_rows if reader._fast else 0
+        self._lists: OrderedDict[int, list[int]] = OrderedDict()
+
+    def _entries(self, chunk: int) -> list[int]:
+        """Inner chunk ``chunk`` as Python ints (its decoded chunk is cached by the reader)."""
+        found = self._lists.get(chunk)
+        if found is None:
+            found = self.reader.chunk_of(chunk).tolist()
+            if len(self._lists) >= _INDEX_LIST_CACHE:
+                self._lists.popitem(last=False)
+            self._lists[chunk] = found
+        return found
 
     def __getitem__(self, k: int) -> int:
         if self._rows:
             chunk, within = divmod(k, self._rows)
-            return int(self.reader.chunk_of(chunk)[within])
+            return self._entries(chunk)[within]
         return int(self.reader.read(k, k + 1)[0])
 
     def count_below(self, value: int, limit: int) -> int:
@@ -120,14 +136,14 @@ class _IndexArray:
         lo, hi = 0, -(-n // rows)  # bisect chunks by their first entry
         while hi - lo > 1:
             mid = (lo + hi) // 2
-            if int(self.reader.chunk_of(mid)[0]) < value:
+            if self._entries(mid)[0] < value:
                 lo = mid
             else:
                 hi = mid
         if n == 0:
             return 0
-        chunk = self.reader.chunk_of(lo)[: min(rows, n - lo * rows)]
-        return lo * rows + int(np.searchsorted(chunk, np.uint64(value), side="left"))
+        # the same binary search as numpy's searchsorted(side="left"), on the ints
+        return lo * rows + bisect_left(self._entries(lo), value, 0, min(rows, n - lo * rows))
 
     def all(self, n: int) -> npt.NDArray[np.uint64]:
         return self.reader.read(0, n).astype(np.uint64)
@@ -204,6 +220,12 @@ class BlockReader:
             self.total_rows = 0
         self._mark_committed()
         self._check_lengths()
+        #: (column, array, mask, dtype) of each declared column in order, for rows()
+        self._plan = [
+            (c, self.columns[c], self.masks.get(c), cspec.dtype)
+            for c, cspec in spec.columns.items()
+            if c in self.columns  # all of them when there are updates (_check_lengths)
+        ]
 
     def _mark_committed(self) -> None:
         """Tell each array how many of its rows are committed (their chunks never change)."""
@@ -263,17 +285,12 @@ class BlockReader:
 
     def rows(self, start: int, stop: int, columns: Iterable[str] | None = None) -> Block:
         """The block holding rows ``[start, stop)`` of the selected columns (masks applied)."""
-        names = (
-            list(self.spec.columns)
-            if columns is None
-            else [c for c in self.spec.columns if c in columns]
-        )
+        plan = self._plan if columns is None else [p for p in self._plan if p[0] in columns]
         built: dict[str, Column] = {}
-        for column in names:
-            values = self.columns[column].read(start, stop)
-            mask = self.masks.get(column)
+        for column, array, mask, dtype in plan:
+            values = array.read(start, stop)
             validity = None if mask is None else mask.read(start, stop)
-            built[column] = Column._trusted(values, self.spec.columns[column].dtype, validity)
+            built[column] = Column._trusted(values, dtype, validity)
         return Block._trusted(
             built, stop - start, self.spec.structural_shape, self.spec.targets, None
         )
@@ -354,6 +371,9 @@ class TrajectoryReader:
         else:
             self.declaration = self._derive_declaration()
             self.foreign = True
+        #: what every whole-frame read walks, computed once per state
+        self._names = tuple(self.declaration.blocks)
+        self._aligned = any(b.aligned_with is not None for b in self.declaration.blocks.values())
         self.tree.retire_readers()  # committed chunks carry over to the new readers
         self._blocks: dict[str, BlockReader | None] = {}
         self._dense: dict[str, ArrayReader | None] = {}
@@ -571,10 +591,13 @@ class TrajectoryReader:
         """
         if not 0 <= i < self.nstep:
             raise IndexError(f"frame {i} is outside the {self.nstep} committed frames")
-        names = list(self.declaration.blocks) if blocks is None else list(blocks)
-        unknown = set(names) - set(self.declaration.blocks)
-        if unknown:
-            raise InvalidRecord(f"blocks {sorted(unknown)} are not declared", path=self.path)
+        if blocks is None:
+            names: Sequence[str] = self._names
+        else:
+            names = list(blocks)
+            unknown = set(names) - set(self.declaration.blocks)
+            if unknown:
+                raise InvalidRecord(f"blocks {sorted(unknown)} are not declared", path=self.path)
         wanted = None if columns is None else set(columns)
         located: dict[str, tuple[BlockReader, tuple[int, int, int]]] = {}
         for name in names:
@@ -582,10 +605,12 @@ class TrajectoryReader:
             where = None if reader is None else reader.locate(i)
             if reader is not None and where is not None:
                 located[name] = (reader, where)
-        self._check_alignment(i, located, names)
+        if self.system or self._aligned:  # the only rules _check_alignment holds frames to
+            self._check_alignment(i, located)
         resolved = {name: reader.rows(w[1], w[2], wanted) for name, (reader, w) in located.items()}
-        for name, block in resolved.items():
-            self._check_system_ids(name, block, f"frame {i}")
+        if self.system:
+            for name, block in resolved.items():
+                self._check_system_ids(name, block, f"frame {i}")
         meta, tags = self.meta_at(i)
         return Frame._trusted(
             resolved, meta, tags, self.box_at(i), self.step_at(i), self.time_at(i)
@@ -608,7 +633,7 @@ class TrajectoryReader:
                 path=join(self.path, name, "id"),
             )
 
-    def _check_alignment(self, i: int, located: Mapping[str, Any], names: list[str]) -> None:
+    def _check_alignment(self, i: int, located: Mapping[str, Any]) -> None:
         for name, (_, (_, start, stop)) in located.items():
             system = self.system.get(name)
             if system is not None and stop - start != system.count:
@@ -666,7 +691,9 @@ class TrajectoryReader:
         if key not in self.declaration.meta:
             raise InvalidRecord(f"meta key {key!r} is not declared", path=join(self.path, "meta"))
         stop = self.nstep if stop is None else min(stop, self.nstep)
-        return self.meta_array(key).read(max(0, start), max(start, stop))
+        values = self.meta_array(key).read(max(0, start), max(start, stop))
+        # the caller's own array, as before: a view of a cached chunk is read-only
+        return values if values.flags.writeable else values.copy()
 
     # -- validation --------------------------------------------------------------------------
 
@@ -749,7 +776,6 @@ class TrajectoryReader:
                     self._check_alignment(
                         ordinal,
                         {name: (aligned, w)} if (w := aligned.locate(ordinal)) else {},
-                        [name],
                     )
                 except InvalidRecord as exc:
                     problems.append((exc.path or aligned.path, exc.message))
