@@ -749,18 +749,16 @@ class TrajectoryWriter:
         self._publish(*commit.trajectory, durable=commit.durable)
 
     def _write_arrays(self, arrays: list[ArrayCommit]) -> None:
-        """Every array's chunks, shard index, then its ``zarr.json``; on positional storage
-        the arrays at once.
+        """Every array's chunks, shard index, then its ``zarr.json``: the arrays at once.
 
         Each array keeps its own order (data before its metadata); arrays are
         independent files, so their writes overlap. Replacing a ``zarr.json``
         waits on the filesystem (ext4 starts writing the new file out when it
         is renamed over the old one), and one commit replaces one per array.
-        Object storage keeps one array after the other (each array's chunk
-        PUTs already go up side by side): arrays at once there read back a
-        frame as zeros in the two-replica test (tests/service/test_object_replicas.py).
+        On object storage a lost commit's rollback undoes only PUTs that landed
+        (``ConditionalStore``), so PUTs still in flight in other arrays are safe.
         """
-        if len(arrays) < 2 or not self.root.store.positional_writes:
+        if len(arrays) < 2:
             for array in arrays:
                 array.write()
             return
