@@ -652,30 +652,42 @@ def test_a_commit_whose_marker_changed_meanwhile_is_refused_and_invisible(root: 
     assert len(open_trajectory(root)) == 1
 
 
-def _durable_run(root: Path, monkeypatch: pytest.MonkeyPatch, fail: str | None) -> list[str]:
-    """Append 3 frames and close, recording each array's fsync and the marker's publication."""
+def _recorded_run(
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    step: str,
+    fail: str | None,
+    *,
+    frames: int = 3,
+    flush_every: int | None = None,
+) -> list[str]:
+    """Append ``frames`` frames and close, recording each array's ``step`` ("sync": its
+    fsync, "write": its commit's writes) and each marker publication; the array whose key
+    ends with ``fail`` fails that step."""
     from mrecd.bindings.zarr import _trajectory_write
 
+    owner: Any = _shard.ArrayAppender if step == "sync" else _shard.ArrayCommit
     events: list[str] = []
-    real_sync, real_publish = _shard.ArrayAppender.sync, _trajectory_write.TrajectoryWriter._publish
+    real_step, real_publish = getattr(owner, step), _trajectory_write.TrajectoryWriter._publish
 
-    def sync(self: Any) -> None:
-        if self.path.key.endswith(fail or "\0"):
-            raise OSError(5, "injected fsync failure")
-        real_sync(self)
-        events.append(f"sync {self.path.key.rsplit('/', 1)[-1]}")
+    def recorded(self: Any) -> None:
+        key = (self.path if step == "sync" else self.appender.path).key
+        if key.endswith(fail or "\0"):
+            raise OSError(5, f"injected {step} failure")
+        real_step(self)
+        events.append(f"{step} {key.rsplit('/', 1)[-1]}")
 
     def publish(self: Any, marker: Any, document: Any, *, durable: bool) -> None:
-        events.append(f"publish durable={durable}")
+        events.append(f"publish {document['attributes']['nstep']} durable={durable}")
         real_publish(self, marker, document, durable=durable)
 
-    monkeypatch.setattr(_shard.ArrayAppender, "sync", sync)
+    monkeypatch.setattr(owner, step, recorded)
     monkeypatch.setattr(_trajectory_write.TrajectoryWriter, "_publish", publish)
     create_trajectory(root, xyz_declaration(1e-3))
-    traj = open_trajectory(root)
-    for step in range(3):
-        traj.append(frame(step, blocks={"atoms": atoms(4, step)}))
+    traj = open_trajectory(root, flush_every=flush_every)
     try:
+        for i in range(frames):
+            traj.append(frame(i, blocks={"atoms": atoms(4, i)}))
         traj.close()
     finally:
         monkeypatch.undo()
@@ -685,62 +697,28 @@ def _durable_run(root: Path, monkeypatch: pytest.MonkeyPatch, fail: str | None) 
 @pytest.mark.positional_only  # fsync is the positional stores' durability
 def test_a_durable_commit_publishes_after_every_array_synced(root: Path, monkeypatch: Any) -> None:
     """The arrays' fsyncs run at once (a pool), and the marker waits for all of them."""
-    events = _durable_run(root, monkeypatch, fail=None)
-    assert events[-1] == "publish durable=True"
+    events = _recorded_run(root, monkeypatch, "sync", fail=None)
+    assert events[-1] == "publish 3 durable=True"
     synced = {e for e in events[:-1] if e.startswith("sync")}
     assert {"sync x", "sync y", "sync z"} <= synced
-    assert "publish durable=True" not in events[:-1]
+    assert "publish 3 durable=True" not in events[:-1]
     assert [f.step for f in open_trajectory(root)] == [0, 1, 2]
 
 
 @pytest.mark.positional_only  # fsync is the positional stores' durability
 def test_a_failed_fsync_publishes_nothing(root: Path, monkeypatch: Any) -> None:
-    with pytest.raises(OSError, match="injected fsync failure"):
-        _durable_run(root, monkeypatch, fail="atoms/y")
+    with pytest.raises(OSError, match="injected sync failure"):
+        _recorded_run(root, monkeypatch, "sync", fail="atoms/y")
     assert len(open_trajectory(root)) == 0  # the marker still says nstep 0
-
-
-def _commits_run(
-    root: Path, monkeypatch: pytest.MonkeyPatch, fail: str | None, frames: int = 3
-) -> list[str]:
-    """Append ``frames`` frames in commits of 2 (automatic) and close, recording each array's
-    write and each marker publication."""
-    from mrecd.bindings.zarr import _trajectory_write
-
-    events: list[str] = []
-    real_write, real_publish = _shard.ArrayCommit.write, _trajectory_write.TrajectoryWriter._publish
-
-    def write(self: Any) -> None:
-        name = self.appender.path.key.rsplit("/", 1)[-1]
-        if self.appender.path.key.endswith(fail or "\0"):
-            raise OSError(28, "injected write failure")
-        real_write(self)
-        events.append(f"write {name}")
-
-    def publish(self: Any, marker: Any, document: Any, *, durable: bool) -> None:
-        events.append(f"publish {document['attributes']['nstep']}")
-        real_publish(self, marker, document, durable=durable)
-
-    monkeypatch.setattr(_shard.ArrayCommit, "write", write)
-    monkeypatch.setattr(_trajectory_write.TrajectoryWriter, "_publish", publish)
-    create_trajectory(root, xyz_declaration(1e-3))
-    traj = open_trajectory(root, flush_every=2)
-    try:
-        for step in range(frames):
-            traj.append(frame(step, blocks={"atoms": atoms(4, step)}))
-        traj.close()
-    finally:
-        monkeypatch.undo()
-    return events
 
 
 def test_each_commit_publishes_after_all_its_array_writes_and_in_order(
     root: Path, monkeypatch: Any
 ) -> None:
     """Arrays are written at once and the next commit encodes early; neither reorders commits."""
-    events = _commits_run(root, monkeypatch, fail=None, frames=5)
+    events = _recorded_run(root, monkeypatch, "write", fail=None, frames=5, flush_every=2)
     publishes = [e for e in events if e.startswith("publish")]
-    assert publishes == ["publish 2", "publish 4", "publish 5"]
+    assert [p.split()[1] for p in publishes] == ["2", "4", "5"]
     start = 0
     for marker in publishes:
         end = events.index(marker)
@@ -752,7 +730,7 @@ def test_each_commit_publishes_after_all_its_array_writes_and_in_order(
 
 def test_a_failed_array_write_publishes_nothing(root: Path, monkeypatch: Any) -> None:
     with pytest.raises(OSError, match="injected write failure"):
-        _commits_run(root, monkeypatch, fail="atoms/y")
+        _recorded_run(root, monkeypatch, "write", fail="atoms/y", flush_every=2)
     assert len(open_trajectory(root)) == 0  # the first commit never published
 
 
