@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -745,3 +746,28 @@ def test_a_series_is_the_callers_to_change(root: Path) -> None:
     values = reader.series("pe")
     values += 10.0
     assert reader.series("pe").tolist() == [0.0, -1.0, -2.0]
+
+
+def test_a_step_index_is_written_after_its_offset(root: Path, monkeypatch: Any) -> None:
+    """Arrays go at once, but a commit cut short may leave an ``offset`` without its
+    ``step_index`` (ignored), never the reverse (a reader refuses it)."""
+    events: list[str] = []
+    real_write = _shard.ArrayCommit.write
+
+    def write(self: Any) -> None:
+        key = self.appender.path.key.split("trajectory/", 1)[1]
+        if key == "atoms/offset":
+            time.sleep(0.05)  # a slow offset must still land before its step_index
+        real_write(self)
+        events.append(key)
+
+    monkeypatch.setattr(_shard.ArrayCommit, "write", write)
+    create_trajectory(root, xyz_declaration(1e-3))
+    traj = open_trajectory(root, flush_every=2)
+    for step, n in enumerate([4, 4, 5, 3, 6, 6]):  # the row count changes: indexed from frame 2
+        traj.append(frame(step, blocks={"atoms": atoms(n, step)}))
+    traj.close()
+    first = events.index("atoms/step_index")  # created with its offset, in one commit
+    assert "atoms/offset" in events[:first]
+    assert "atoms/x" in events[:first]
+    assert [len(f["atoms"]["x"].values) for f in open_trajectory(root)] == [4, 4, 5, 3, 6, 6]

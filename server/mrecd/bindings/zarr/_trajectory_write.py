@@ -749,7 +749,8 @@ class TrajectoryWriter:
         self._publish(*commit.trajectory, durable=commit.durable)
 
     def _write_arrays(self, arrays: list[ArrayCommit]) -> None:
-        """Every array's chunks, shard index, then its ``zarr.json``: the arrays at once.
+        """Every array's chunks, shard index, then its ``zarr.json``: the arrays at once,
+        then the ``step_index`` arrays.
 
         Each array keeps its own order (data before its metadata); arrays are
         independent files, so their writes overlap. Replacing a ``zarr.json``
@@ -758,11 +759,17 @@ class TrajectoryWriter:
         On object storage a lost commit's rollback undoes only PUTs that landed
         (``ConditionalStore``), so PUTs still in flight in other arrays are safe.
         """
-        if len(arrays) < 2:
-            for array in arrays:
-                array.write()
-            return
-        self._all_done([array.write for array in arrays])
+        # A ``step_index`` goes after the rest: it is what makes an indexed block's
+        # update exist, and a commit cut short must leave at worst an ``offset``
+        # without it (readers ignore that), never a ``step_index`` without its offset.
+        is_last = [a.appender.path.key.endswith("/step_index") for a in arrays]
+        first = [a for a, late in zip(arrays, is_last, strict=True) if not late]
+        for phase in (first, [a for a, late in zip(arrays, is_last, strict=True) if late]):
+            if len(phase) < 2:
+                for array in phase:
+                    array.write()
+            else:
+                self._all_done([array.write for array in phase])
 
     def _sync_all(self, appenders: list[ArrayAppender]) -> None:
         """fsync every array's writes, all at once, and return when all are done.
