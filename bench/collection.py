@@ -26,6 +26,7 @@ from __future__ import annotations
 import gc
 import os
 import random
+import resource
 import shutil
 import statistics
 import struct
@@ -145,10 +146,11 @@ class _Build:
 
     def _extend(self, col: mrecd.Collection, start: int, stop: int, timed: bool = False) -> None:
         seconds = 0.0
+        progress = _Progress(start)
         for chunk in self._chunks(start, stop):
             seconds += _timed(lambda chunk=chunk: col.extend(chunk))
             if timed and (stop - start) >= 20 * CHUNK and len(col) % (stop // 10) < CHUNK:
-                print(f"  ... {len(col):,} records", flush=True)
+                progress.report(len(col), seconds)
         if timed:
             self.extend = (stop - start, seconds)
 
@@ -159,6 +161,26 @@ class _Build:
         table = col._binding.cached().table
         page = table.encode_page(table.n // 512, 512) if table.n > 512 else table.encode()
         self.windows.append((start, seconds, len(page)))
+
+
+class _Progress:
+    """Progress lines of a long build: the extend rate of the last stretch (does it
+    hold as the file grows?) and the process's peak memory (does it stay bounded?)."""
+
+    def __init__(self, start: int) -> None:
+        self.began = time.perf_counter()
+        self.last = (start, 0.0)  #: (records, extend seconds) at the previous line
+
+    def report(self, records: int, seconds: float) -> None:
+        done, before = self.last
+        rate = (records - done) / max(seconds - before, 1e-9)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+        print(
+            f"  ... {records:,} records, {time.perf_counter() - self.began:.0f} s;"
+            f" extend {rate:,.0f} records/s since {done:,}; peak RSS {peak:,.0f} MiB",
+            flush=True,
+        )
+        self.last = (records, seconds)
 
 
 def _values_of(env: Any, first: int, n_frames: int, r: int) -> list[tuple[bytes, bytes]]:
