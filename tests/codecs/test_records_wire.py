@@ -198,3 +198,20 @@ def test_an_update_that_is_not_mrf1_is_refused_at_once() -> None:
     header = {"meta": {}, "system": False, "frames": 1, "updates": {"meta_types": {}}}
     with pytest.raises(mrecd.FrameBytesError, match="not MRF1"):
         list(decode_records(length(json.dumps(header).encode()) + length(b"MRF0" + bytes(8))))
+
+
+def test_stored_frames_alike_and_unlike_decode_as_decode_frame_does() -> None:
+    """Updates whose header blocks repeat (viewed by the first one's plan) and
+    updates that differ in rows, shape or dtype all decode to their frames."""
+    made = []
+    for s, n in enumerate([3, 3, 3, 2, 2, 4]):
+        xyz = np.arange(3.0 * n).reshape(n, 3) + s
+        columns: dict[str, object] = {"xyz": xyz, "q": np.arange(n, dtype=np.int32) - s}
+        if s == 4:
+            columns["q"] = np.arange(n, dtype=np.int64)
+        made.append(mrecd.Frame({"atoms": columns}, meta={"pe": -float(s)}, step=s))
+    stored = [encode_frame(f, meta_types=False) for f in made]
+    (item,) = decode_records(encode_stored_record({}, None, stored, meta_types={"pe": "f64"}))
+    assert item.frames is not None and list(item.frames) == made
+    assert item.frames[4]["atoms"]["q"].dtype == "i64"
+    assert not item.frames[1]["atoms"]["xyz"].values.flags.writeable

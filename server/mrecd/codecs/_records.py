@@ -29,6 +29,7 @@ incremental decoder; no I/O.
 from __future__ import annotations
 
 import json
+import math
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
@@ -49,7 +50,7 @@ from ..model import (
     encode_element,
     encode_meta,
 )
-from ._mrf1 import MAGIC, decode_frame, encode_frame
+from ._mrf1 import _NUMPY, MAGIC, _decode_block, _split, decode_frame, encode_frame
 
 __all__ = [
     "RECORDS",
@@ -63,6 +64,9 @@ __all__ = [
 
 RECORDS: Final = "application/x-mrec-records"
 _LENGTH: Final = struct.Struct("<Q")
+_PLAIN_BLOCK: Final = frozenset({"count", "structural_shape", "columns"})
+_PLAIN_COLUMN: Final = frozenset({"dtype", "shape", "offset"})
+_PLAIN_DTYPES: Final = {d: t for d, t in _NUMPY.items() if d != "bool"}
 _HEADER_KEYS: Final = frozenset({"meta", "system", "frames", "stacked", "updates"})
 
 
@@ -186,7 +190,7 @@ class StoredFrames(Sequence[Frame]):
     that carries one. Compares equal to any sequence of equal frames.
     """
 
-    __slots__ = ("_boxes", "_made", "_tags", "_values", "_where")
+    __slots__ = ("_boxes", "_made", "_plan", "_tags", "_values", "_where")
 
     def __init__(
         self, values: list[bytes], tags: dict[str, str], boxes: list[int], where: str
@@ -196,6 +200,7 @@ class StoredFrames(Sequence[Frame]):
         self._boxes = boxes
         self._where = where
         self._made: list[Frame | None] = [None] * len(values)
+        self._plan: _Plan | None = None
 
     def __len__(self) -> int:
         return len(self._values)
@@ -214,7 +219,7 @@ class StoredFrames(Sequence[Frame]):
         return frame
 
     def _build(self, k: int) -> Frame:
-        frame = _frame(self._values[k], f"{self._where}[{k}]", self._tags)
+        frame = self._decode(self._values[k], f"{self._where}[{k}]")
         u = bisect_right(self._boxes, k) - 1
         if frame.box is not None or u < 0 or self._boxes[u] == k:
             return frame
@@ -222,6 +227,22 @@ class StoredFrames(Sequence[Frame]):
         return Frame._trusted(
             frame.blocks, frame.meta, frame.meta_types, box, frame.step, frame.time
         )
+
+    def _decode(self, value: bytes, where: str) -> Frame:
+        """``decode_frame(value, meta_types=tags)``, the blocks viewed by the plan
+        of an update decoded and checked before when their header text is alike."""
+        try:
+            header, payload = _split(value)
+            raw: Any = header.get("blocks")
+            plan = self._plan
+            if plan is not None and plan.size == len(payload) and plan.raw == raw:
+                blocks = plan.view(payload)
+            else:
+                blocks = _checked_blocks(raw, payload)
+                self._plan = _Plan.of(raw, len(payload))
+            return _assemble(header, blocks, self._tags)
+        except (FrameBytesError, InvalidRecord) as exc:
+            raise FrameBytesError(exc.message, path=f"{where}/{exc.path or ''}") from None
 
     def __iter__(self) -> Iterator[Frame]:
         for k in range(len(self)):
@@ -236,6 +257,83 @@ class StoredFrames(Sequence[Frame]):
 
     def __repr__(self) -> str:
         return f"StoredFrames({len(self)} frames)"
+
+
+def _checked_blocks(raw: Any, payload: memoryview) -> dict[str, Block]:
+    """The blocks of a header, decoded and checked as :func:`decode_blocks` does."""
+    if type(raw) is not dict:
+        raise FrameBytesError("header blocks is not an object")
+    if not all(raw):
+        raise FrameBytesError("a block name is a non-empty string")
+    return {name: _decode_block(entry, payload, False, name) for name, entry in raw.items()}
+
+
+def _assemble(header: dict[str, Any], blocks: dict[str, Block], tags: dict[str, str]) -> Frame:
+    """The frame of checked ``blocks`` and the header's meta, step, time and cell
+    (as :func:`decode_frame` assembles it)."""
+    if "box" in blocks:
+        raise FrameBytesError("'box' cannot name a block", path="box")
+    own = header.get("meta_types")
+    meta, meta_tags = decode_meta_document(
+        header.get("meta", {}), own if own is not None else tags, path="header"
+    )
+    step, time, box = header.get("step"), header.get("time"), header.get("box")
+    return Frame._trusted(
+        blocks,
+        meta,
+        meta_tags,
+        None if box is None else Box.from_dict(box, path="box"),
+        None if step is None else decode_element("i64", step, path="step"),
+        None if time is None else decode_element("f64", time, path="time"),
+    )
+
+
+#: (column, dtype, numpy dtype, items, shape, offset)
+_PlainColumn = tuple[str, str, np.dtype[Any], int, list[int], int]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Where the plain numeric columns of an update sit, from one decoded and
+    checked: an update whose ``blocks`` header equals it and whose payload has
+    the same size passes the same checks, so its arrays are views at the same
+    offsets (what a record's updates of the same atoms mostly are). Bool and
+    masked columns are checked per value and take no plan."""
+
+    raw: dict[str, Any]
+    size: int
+    blocks: tuple[tuple[str, int, tuple[_PlainColumn, ...]], ...]
+
+    @staticmethod
+    def of(raw: dict[str, Any], size: int) -> _Plan | None:
+        """The plan of checked header blocks ``raw``, or ``None`` (not all plain)."""
+        blocks = []
+        for name, entry in raw.items():
+            if entry.keys() - _PLAIN_BLOCK or entry.get("structural_shape") is not None:
+                return None
+            columns = []
+            for column, spec in entry["columns"].items():
+                dtype = spec["dtype"]
+                if spec.keys() - _PLAIN_COLUMN or dtype not in _PLAIN_DTYPES:
+                    return None
+                dims = spec["shape"]
+                items = math.prod(dims)
+                columns.append((column, dtype, _PLAIN_DTYPES[dtype], items, dims, spec["offset"]))
+            blocks.append((name, entry["count"], tuple(columns)))
+        return _Plan(raw, size, tuple(blocks))
+
+    def view(self, payload: memoryview) -> dict[str, Block]:
+        """The blocks of an update with this plan, viewing its ``payload``."""
+        out = {}
+        for name, count, columns in self.blocks:
+            made = {}
+            for column, dtype, np_dtype, items, dims, offset in columns:
+                values = np.frombuffer(payload, np_dtype, items, offset)
+                made[column] = Column._trusted(
+                    values.reshape(dims) if len(dims) > 1 else values, dtype
+                )
+            out[name] = Block._trusted(made, count)
+        return out
 
 
 def _stored_member(member: Any, n: int, where: str) -> tuple[dict[str, str], list[int]]:
