@@ -163,9 +163,23 @@ class _Build:
         self.windows.append((start, seconds, len(page)))
 
 
+def _heap_mib() -> str:
+    """The process's anonymous resident memory (its heap, not LMDB's mapped file
+    pages, which the kernel may drop at will); the peak RSS where /proc is absent."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    return f"resident heap {int(line.split()[1]) / 1024:,.0f} MiB"
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    return f"peak RSS {peak:,.0f} MiB (with mapped file pages)"
+
+
 class _Progress:
     """Progress lines of a long build: the extend rate of the last stretch (does it
-    hold as the file grows?) and the process's peak memory (does it stay bounded?)."""
+    hold as the file grows?) and the process's heap (does it stay bounded?)."""
 
     def __init__(self, start: int) -> None:
         self.began = time.perf_counter()
@@ -174,10 +188,9 @@ class _Progress:
     def report(self, records: int, seconds: float) -> None:
         done, before = self.last
         rate = (records - done) / max(seconds - before, 1e-9)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
         print(
             f"  ... {records:,} records, {time.perf_counter() - self.began:.0f} s;"
-            f" extend {rate:,.0f} records/s since {done:,}; peak RSS {peak:,.0f} MiB",
+            f" extend {rate:,.0f} records/s since {done:,}; {_heap_mib()}",
             flush=True,
         )
         self.last = (records, seconds)
