@@ -478,10 +478,9 @@ def _header(data: bytes, where: str) -> dict[str, Any]:
     return header
 
 
-def _frame(data: bytes, where: str, meta_types: Mapping[str, str] | None = None) -> Frame:
+def _frame(data: bytes, where: str) -> Frame:
     try:
-        # views into ``data``, a bytes object of this frame alone
-        return decode_frame(data, meta_types=meta_types)
+        return decode_frame(data)  # views into ``data``, a bytes object of this frame alone
     except FrameBytesError as exc:
         raise FrameBytesError(exc.message, path=f"{where}/{exc.path or ''}") from None
 
