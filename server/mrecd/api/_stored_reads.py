@@ -65,9 +65,12 @@ def read_stored(collection: Collection, rs: Iterable[int]) -> list[StoredParts]:
             k = _ordinal(r, state.meta.n_records, "record")
             parts = binding.record(txn, state, k)
             system = None if parts.system is None else bytes(txn.get(system_key(k)))
-            view, updates, frames = parts.view, None, None
-            if view is not None:
-                updates = stored_updates(binding, txn, view)
-                frames = binding.frames(txn, view) if updates is None else None
+            updates, frames = None, None
+            if parts.view is not None:
+                got = stored_updates(binding, txn, parts.view)
+                if isinstance(got, StoredUpdates):
+                    updates = got
+                else:
+                    frames = got
             out.append(StoredParts(k, parts.meta, system, updates, frames))
     return out

@@ -11,10 +11,12 @@ layout says every frame was checked is not checked again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ...errors import InvalidRecord
+from ...model import Frame
 from ._keys import frame_key
 from ._read import RecordView
 from ._store import LmdbCollection
@@ -41,19 +43,23 @@ class StoredUpdates:
     boxes: list[int]
 
 
-def stored_updates(binding: LmdbCollection, txn: Any, view: RecordView) -> StoredUpdates | None:
-    """Record ``view``'s checked stored updates, or ``None`` when a block carries forward.
+def stored_updates(
+    binding: LmdbCollection, txn: Any, view: RecordView
+) -> StoredUpdates | Sequence[Frame]:
+    """Record ``view``'s checked stored updates; its resolved frames (as
+    :meth:`LmdbCollection.frames`) when a block carries forward.
 
     Reads in ``txn``; checks every update (and caches the layout) unless this
     process has checked them all before.
     """
     n = view.n_frames
     layout = view.caches.layout(view.r)
+    frames = None
     if layout is None or layout.known < n or len(layout.checked) < n:
-        binding.frames(txn, view)  # every update read and checked; the layout cached
+        frames = binding.frames(txn, view)  # every update read and checked; the layout cached
         layout = binding.layout(txn, view)
     if any(len(ordinals) != n for ordinals, _ in layout.updates.values()):
-        return None
+        return binding.frames(txn, view) if frames is None else frames
     return StoredUpdates(_values(txn, view), dict(view.expect.tags), list(layout.boxes[0]))
 
 
