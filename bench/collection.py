@@ -17,8 +17,9 @@ Appends are timed one per synced transaction twice, around R = 1,000 and at
 the end of the file, as the median append (a shared disk's sync stalls hit
 single commits). The machine is shared and noisy: each read figure is the
 best of several rounds; read the ratios. ``MRECD_BENCH_RECORDS`` sets the
-size (default 20,000; ``1000000`` for the issue-13 run, about 20 minutes and
-40 GB of disk on the 2-core machine). Run: ``python -m bench collection``.
+size (default 20,000; ``1000000`` for the issue-13 run: 50 minutes on the
+shared 2-core machine at a load of 5-11, a 24 GB file plus 15 GB for the
+compacted copy, 175 MB of heap). Run: ``python -m bench collection``.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import gc
 import os
 import random
+import resource
 import shutil
 import statistics
 import struct
@@ -145,10 +147,11 @@ class _Build:
 
     def _extend(self, col: mrecd.Collection, start: int, stop: int, timed: bool = False) -> None:
         seconds = 0.0
+        progress = _Progress(start)
         for chunk in self._chunks(start, stop):
             seconds += _timed(lambda chunk=chunk: col.extend(chunk))
             if timed and (stop - start) >= 20 * CHUNK and len(col) % (stop // 10) < CHUNK:
-                print(f"  ... {len(col):,} records", flush=True)
+                progress.report(len(col), seconds)
         if timed:
             self.extend = (stop - start, seconds)
 
@@ -159,6 +162,39 @@ class _Build:
         table = col._binding.cached().table
         page = table.encode_page(table.n // 512, 512) if table.n > 512 else table.encode()
         self.windows.append((start, seconds, len(page)))
+
+
+def _heap_mib() -> str:
+    """The process's anonymous resident memory (its heap, not LMDB's mapped file
+    pages, which the kernel may drop at will); the peak RSS where /proc is absent."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    return f"resident heap {int(line.split()[1]) / 1024:,.0f} MiB"
+    except OSError:
+        pass
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    return f"peak RSS {peak:,.0f} MiB (with mapped file pages)"
+
+
+class _Progress:
+    """Progress lines of a long build: the extend rate of the last stretch (does it
+    hold as the file grows?) and the process's heap (does it stay bounded?)."""
+
+    def __init__(self, start: int) -> None:
+        self.began = time.perf_counter()
+        self.last = (start, 0.0)  #: (records, extend seconds) at the previous line
+
+    def report(self, records: int, seconds: float) -> None:
+        done, before = self.last
+        rate = (records - done) / max(seconds - before, 1e-9)
+        print(
+            f"  ... {records:,} records, {time.perf_counter() - self.began:.0f} s;"
+            f" extend {rate:,.0f} records/s since {done:,}; {_heap_mib()}",
+            flush=True,
+        )
+        self.last = (records, seconds)
 
 
 def _values_of(env: Any, first: int, n_frames: int, r: int) -> list[tuple[bytes, bytes]]:

@@ -10,7 +10,9 @@ same run, interleaved, the same random batches of 256 ordinals are read:
   streamed ``GET …/records?r=`` answered as ``application/x-mrec-records``,
   decoded into ``mrecd.Record`` objects);
 * over HTTP, the bytes only (httpx, no decoding): what the server and the
-  loopback cost.
+  loopback cost;
+* both readers again, then every frame's ``x`` taken (each ``Frame`` built:
+  both build frames on first use, so the plain rows leave that work out).
 
 Goal (issue 13): the client's rate >= 0.5 of local ``read_many``.
 """
@@ -22,6 +24,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -59,11 +62,25 @@ def build(store: Path) -> None:
             col.extend([small_record(r) for r in range(start, min(RECORDS, start + 1000))])
 
 
+LABELS: dict[str, str] = {
+    "local": "local Collection.read_many",
+    "client": "RemoteCollection.read_many (HTTP, decoded)",
+    "bytes": "GET …/records?r= (HTTP, bytes only)",
+    "local_x": "local read_many, then every frame's x",
+    "client_x": "RemoteCollection.read_many, then every frame's x",
+}
+
+
+def _every_x(records: list[mrecd.Record]) -> list[Any]:
+    """Every frame built and an array taken, as a loader uses them."""
+    return [f["atoms"]["x"].values for rec in records for f in rec.trajectory or ()]
+
+
 def measure(store: Path, url: str) -> dict[str, list[float]]:
     """Seconds per batch of each reader, the readers interleaved batch by batch."""
     rng = np.random.default_rng(11)
     batches = [rng.integers(0, RECORDS, BATCH).tolist() for _ in range(ROUNDS + 2)]
-    times: dict[str, list[float]] = {"local": [], "client": [], "bytes": []}
+    times: dict[str, list[float]] = {k: [] for k in LABELS}
     local = mrecd.open(store).collection("train")
     with Client(url) as client, httpx.Client(timeout=60) as raw:
         remote = client.collection("train")
@@ -72,6 +89,8 @@ def measure(store: Path, url: str) -> dict[str, list[float]]:
             "local": lambda b: local.read_many(b),
             "client": lambda b: remote.read_many(b),
             "bytes": lambda b: raw.get(path, params={"r": ",".join(map(str, b))}).content,
+            "local_x": lambda b: _every_x(local.read_many(b)),
+            "client_x": lambda b: _every_x(remote.read_many(b)),
         }
         for k, batch in enumerate(batches):
             for name, read in readers.items():
@@ -96,14 +115,10 @@ def main() -> None:
         serve = ["-m", "mrecd.cli", "serve", str(store), "--host", "127.0.0.1", "--port", str(port)]
         with spawn(serve, port, "/healthz", tmp / "mrecd.log"):
             times = measure(store, url)
-    base = statistics.median(times["local"])
     rows = []
-    labels = {
-        "local": "local Collection.read_many",
-        "client": "RemoteCollection.read_many (HTTP, decoded)",
-        "bytes": "GET …/records?r= (HTTP, bytes only)",
-    }
-    for name, label in labels.items():
+    for name, label in LABELS.items():
+        # each against the local reader doing the same work
+        base = statistics.median(times["local_x" if name.endswith("_x") else "local"])
         median = statistics.median(times[name])
         rows.append(
             [label, f"{median * 1e3:.1f} ms", f"{BATCH / median:,.0f}", f"{base / median:.2f}"]

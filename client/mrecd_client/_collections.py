@@ -21,7 +21,14 @@ import httpx
 import numpy as np
 
 from mrecd._record import Record
-from mrecd.codecs import RECORDS, RecordItem, RecordStreamDecoder, decode_frame, encode_record
+from mrecd.codecs import (
+    RECORDS,
+    RecordItem,
+    RecordStreamDecoder,
+    StoredFrames,
+    decode_frame,
+    encode_record,
+)
 from mrecd.errors import FrameBytesError, InvalidRecord
 from mrecd.forcefield import ForceField
 from mrecd.model import Block, Declaration, Frame, frame_input
@@ -139,7 +146,13 @@ def _parts(record: Any, path: str) -> tuple[dict[str, Any], Frame | None, list[F
 
 
 def _record(item: RecordItem) -> Record:
-    return Record(item.meta, system=item.system, trajectory=item.frames)
+    if not isinstance(item.frames, StoredFrames):
+        return Record(item.meta, system=item.system, trajectory=item.frames)
+    # Frames that travelled as stored updates are built on first use, as a
+    # local read_many's are: Record would build them all to copy them into a list.
+    record = Record(item.meta, system=item.system)
+    record.trajectory = item.frames  # type: ignore[assignment]
+    return record
 
 
 def _json_record(doc: Mapping[str, Any], where: str) -> Record:

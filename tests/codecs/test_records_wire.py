@@ -9,7 +9,14 @@ import numpy as np
 import pytest
 
 import mrecd
-from mrecd.codecs import RecordStreamDecoder, decode_records, encode_record
+from mrecd.codecs import (
+    RecordStreamDecoder,
+    StoredFrames,
+    decode_records,
+    encode_frame,
+    encode_record,
+    encode_stored_record,
+)
 
 SYSTEM = mrecd.Frame({"atoms": {"element": np.array(["O", "H", "H"])}}, meta={"formula": "H2O"})
 
@@ -117,3 +124,94 @@ def test_a_stacked_header_that_does_not_match_its_rows_is_refused() -> None:
 def test_a_meta_that_is_not_an_object_is_invalid() -> None:
     with pytest.raises(mrecd.InvalidRecord, match="meta is a JSON object"):
         list(decode_records(length(b'{"meta": [1], "system": false, "frames": null}')))
+
+
+# -- stored updates (the server's batch read when no block carries forward) --------------------
+
+TAGS = {"pe": "f64", "tag": "string"}
+
+
+def boxed(n: int) -> tuple[list[mrecd.Frame], list[bytes]]:
+    """``n`` resolved frames whose cell changes at frames 0 and 1 only, and their
+    stored updates (the cell only where it changes, meta typed by ``TAGS``)."""
+    cells = [mrecd.Box(np.eye(3) * 20.0), mrecd.Box(np.eye(3) * 21.0)]
+
+    def frame(f: mrecd.Frame, box: mrecd.Box | None) -> mrecd.Frame:
+        return mrecd.Frame(f.blocks, meta=f.meta, step=f.step, time=f.time, box=box)
+
+    made = frames(n)
+    stored = [
+        encode_frame(frame(f, cells[s] if s < 2 else None), meta_types=False)
+        for s, f in enumerate(made)
+    ]
+    return [frame(f, cells[min(s, 1)]) for s, f in enumerate(made)], stored
+
+
+def test_stored_updates_round_trip_with_the_cell_carried_forward() -> None:
+    resolved, stored = boxed(4)
+    system = encode_frame(SYSTEM, meta_types=True)
+    body = encode_stored_record(
+        {"k": 1}, system, stored, meta_types=TAGS, boxes=[0, 1], extra={"r": 9}
+    )
+    header = json.loads(items(body)[0])
+    assert header["updates"] == {"meta_types": TAGS, "boxes": [0, 1]} and header["frames"] == 4
+    assert items(body)[2:] == stored  # the stored bytes as they are
+    (item,) = decode_records(body)
+    assert isinstance(item.frames, StoredFrames) and len(item.frames) == 4
+    assert item.meta == {"k": 1} and item.system == SYSTEM and item.extra == {"r": 9}
+    assert item.frames == resolved and item.frames[-1] == resolved[3]
+    assert item.frames[1:3] == resolved[1:3] and item.frames[2].box == resolved[1].box
+    with pytest.raises(IndexError):
+        item.frames[4]
+
+
+def test_stored_frames_are_built_on_first_use() -> None:
+    _, stored = boxed(3)
+    broken = stored[2][:8] + b"{" * (len(stored[2]) - 8)  # magic and length kept
+    (item,) = decode_records(encode_stored_record({}, None, [*stored[:2], broken], meta_types=TAGS))
+    assert item.frames is not None and item.frames[0].step == 0
+    with pytest.raises(mrecd.FrameBytesError) as caught:
+        item.frames[2]
+    assert caught.value.path is not None and caught.value.path.startswith(
+        "records[0].trajectory[2]"
+    )
+
+
+@pytest.mark.parametrize(
+    ("member", "match"),
+    [
+        ([1], "updates is"),
+        ({"meta_types": {"pe": 1}}, "maps keys to tags"),
+        ({"meta_types": {}, "boxes": [1, 0]}, "ascending"),
+        ({"meta_types": {}, "boxes": [2]}, "ascending"),
+    ],
+)
+def test_a_bad_updates_member_is_refused(member: object, match: str) -> None:
+    _, stored = boxed(2)
+    header = {"meta": {}, "system": False, "frames": 2, "updates": member}
+    body = length(json.dumps(header).encode()) + b"".join(length(v) for v in stored)
+    with pytest.raises(mrecd.FrameBytesError, match=match):
+        list(decode_records(body))
+
+
+def test_an_update_that_is_not_mrf1_is_refused_at_once() -> None:
+    header = {"meta": {}, "system": False, "frames": 1, "updates": {"meta_types": {}}}
+    with pytest.raises(mrecd.FrameBytesError, match="not MRF1"):
+        list(decode_records(length(json.dumps(header).encode()) + length(b"MRF0" + bytes(8))))
+
+
+def test_stored_frames_alike_and_unlike_decode_as_decode_frame_does() -> None:
+    """Updates whose header blocks repeat (viewed by the first one's plan) and
+    updates that differ in rows, shape or dtype all decode to their frames."""
+    made = []
+    for s, n in enumerate([3, 3, 3, 2, 2, 4]):
+        xyz = np.arange(3.0 * n).reshape(n, 3) + s
+        columns: dict[str, object] = {"xyz": xyz, "q": np.arange(n, dtype=np.int32) - s}
+        if s == 4:
+            columns["q"] = np.arange(n, dtype=np.int64)
+        made.append(mrecd.Frame({"atoms": columns}, meta={"pe": -float(s)}, step=s))
+    stored = [encode_frame(f, meta_types=False) for f in made]
+    (item,) = decode_records(encode_stored_record({}, None, stored, meta_types={"pe": "f64"}))
+    assert item.frames is not None and list(item.frames) == made
+    assert item.frames[4]["atoms"]["q"].dtype == "i64"
+    assert not item.frames[1]["atoms"]["xyz"].values.flags.writeable

@@ -351,6 +351,50 @@ def test_a_long_batch_streams_in_groups(filled: TestClient) -> None:
     assert [i.meta["k"] for i in items] == [k % 5 for k in range(300)]
 
 
+def test_a_batch_sends_stored_updates_when_no_block_carries_forward(
+    client: TestClient,
+) -> None:
+    """Frames that each restate every block travel as the file stores them (the
+    cell carried forward by the reader); a block carried forward travels stacked."""
+    assert create(client).status_code == 201
+    cells = [mrecd.Box(np.eye(3) * 20.0), mrecd.Box(np.eye(3) * 21.0)]
+    moving = [
+        mrecd.Frame(f.blocks, meta=f.meta, step=f.step, box=cells[min(s, 1)])
+        for s, f in enumerate(frames(0, 3))
+    ]
+    still = [mrecd.Frame(frames(1)[0].blocks, meta={"pe": -float(s)}, step=s) for s in range(3)]
+    body = b"".join(
+        encode_record({"k": k}, SYSTEM, f, {"index": {"n_heavy": k}})
+        for k, f in enumerate([moving, still])
+    )
+    assert post_stream(client, body).status_code == 200
+    answer = client.get("/v1/collections/qm/records?r=0,1")
+    first, second = items_of(answer.content)
+    assert json.loads(first[0])["updates"] == {"meta_types": {"pe": "f64"}, "boxes": [0, 1]}
+    assert len(first) == 1 + 1 + 3 and "updates" not in json.loads(second[0])
+    assert "stacked" in json.loads(second[0])  # atoms carry forward from frame 0
+    got = list(decode_records(answer.content))
+    assert got[0].frames == moving and got[1].frames == still and got[0].system == SYSTEM
+    assert [g.meta["k"] for g in got] == [0, 1] and [g.extra["r"] for g in got] == [0, 1]
+
+
+def items_of(body: bytes) -> list[list[bytes]]:
+    """The length-prefixed items of a record stream, record by record (header first)."""
+    out: list[list[bytes]] = []
+    at, records = 0, []
+    while at < len(body):
+        size = int.from_bytes(body[at : at + 8], "little")
+        records.append(body[at + 8 : at + 8 + size])
+        at += 8 + size
+    while records:
+        header = json.loads(records[0])
+        stacked = header.get("stacked") is not None and header.get("updates") is None
+        n = 1 + int(header["system"]) + (1 if stacked else header["frames"] or 0)
+        out.append(records[:n])
+        records = records[n:]
+    return out
+
+
 def test_batch_refusals(filled: TestClient) -> None:
     doc = problem(filled.get("/v1/collections/qm/records?r=1,5"), 404, "out-of-range", "records/5")
     assert "5" in doc["detail"]

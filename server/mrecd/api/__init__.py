@@ -23,6 +23,7 @@ from ._protocols import FrameSlice, TrajectoryLike
 from ._record import StoredRecord, create_record, open_record, pack_record
 from ._runsurface import HostMetrics, host_metric_stems, open_host_metrics
 from ._snapshots import SnapshotCollection, publish_collection
+from ._stored_reads import StoredParts, read_stored
 from ._trajectory import Appended, Producer, Trajectory, collect_trajectory_garbage
 from ._validate import validate_record
 from ._violations import Violation
@@ -41,6 +42,7 @@ __all__ = [
     "Producer",
     "RecordOutOfRange",
     "SnapshotCollection",
+    "StoredParts",
     "StoredRecord",
     "Suffix",
     "Trajectory",
@@ -59,5 +61,6 @@ __all__ = [
     "open_record",
     "pack_record",
     "publish_collection",
+    "read_stored",
     "validate_record",
 ]

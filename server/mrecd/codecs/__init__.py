@@ -1,18 +1,28 @@
 """Pure array<->bytes functions: MRF1 frame bytes (and, with the bindings, Zarr codec pipelines)."""
 
 from ._mrf1 import MAGIC, decode_blocks, decode_frame, encode_blocks, encode_frame, plain_document
-from ._records import RECORDS, RecordItem, RecordStreamDecoder, decode_records, encode_record
+from ._records import (
+    RECORDS,
+    RecordItem,
+    RecordStreamDecoder,
+    StoredFrames,
+    decode_records,
+    encode_record,
+    encode_stored_record,
+)
 
 __all__ = [
     "MAGIC",
     "RECORDS",
     "RecordItem",
     "RecordStreamDecoder",
+    "StoredFrames",
     "decode_blocks",
     "decode_frame",
     "decode_records",
     "encode_blocks",
     "encode_frame",
     "encode_record",
+    "encode_stored_record",
     "plain_document",
 ]

@@ -11,7 +11,14 @@ length, then the bytes), in the same framing as ``application/x-mrec-frames``:
    ``"stacked": {...}``, one MRF1 value holding every frame's rows stacked
    block by block, with each frame's row counts, step, time, box and meta in
    the header (one decode per record instead of one per frame: what makes a
-   batch of small records cheap to read).
+   batch of small records cheap to read); or, when the header says
+   ``"updates": {"meta_types": {...}, "boxes": [k, ...]}``, the record's
+   ``n`` trajectory updates exactly as the collection file stores them
+   (lmdb.md §5: MRF1, per-step meta typed by ``meta_types``, the cell only
+   at the ordinals ``boxes`` names and carried forward from there). The
+   server sends this form when every update restates every block (no block
+   carry-forward), so it sends the checked stored bytes without decoding
+   and re-encoding them; the reader builds each frame on first use.
 
 The record's meta document is JSON as in the collection file (lmdb.md §2) and
 its frames are MRF1 as there (lmdb.md §6): the same encoder and decoder on
@@ -22,10 +29,13 @@ incremental decoder; no I/O.
 from __future__ import annotations
 
 import json
+import math
 import struct
-from collections.abc import Iterator, Mapping
+from bisect import bisect_right
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from itertools import pairwise
+from typing import Any, Final, overload
 
 import numpy as np
 
@@ -40,13 +50,24 @@ from ..model import (
     encode_element,
     encode_meta,
 )
-from ._mrf1 import decode_frame, encode_frame
+from ._mrf1 import _NUMPY, MAGIC, _decode_block, _split, decode_frame, encode_frame
 
-__all__ = ["RECORDS", "RecordItem", "RecordStreamDecoder", "decode_records", "encode_record"]
+__all__ = [
+    "RECORDS",
+    "RecordItem",
+    "RecordStreamDecoder",
+    "StoredFrames",
+    "decode_records",
+    "encode_record",
+    "encode_stored_record",
+]
 
 RECORDS: Final = "application/x-mrec-records"
 _LENGTH: Final = struct.Struct("<Q")
-_HEADER_KEYS: Final = frozenset({"meta", "system", "frames", "stacked"})
+_PLAIN_BLOCK: Final = frozenset({"count", "structural_shape", "columns"})
+_PLAIN_COLUMN: Final = frozenset({"dtype", "shape", "offset"})
+_PLAIN_DTYPES: Final = {d: t for d, t in _NUMPY.items() if d != "bool"}
+_HEADER_KEYS: Final = frozenset({"meta", "system", "frames", "stacked", "updates"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,14 +81,15 @@ class RecordItem:
     system
         The system frame, or ``None``.
     frames
-        The trajectory frames (``[]``: a trajectory of zero frames), ``None``: none.
+        The trajectory frames (``[]``: a trajectory of zero frames), ``None``:
+        none; a :class:`StoredFrames` when they travelled as stored updates.
     extra
         The header's other members (``r``, ``index`` ...).
     """
 
     meta: dict[str, Any]
     system: Frame | None
-    frames: list[Frame] | None
+    frames: Sequence[Frame] | None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -77,7 +99,7 @@ def _item(data: bytes) -> bytes:
 
 def encode_record(
     meta: Mapping[str, Any],
-    system: Frame | None,
+    system: Frame | bytes | None,
     frames: list[Frame] | None,
     extra: Mapping[str, Any] | None = None,
 ) -> bytes:
@@ -88,7 +110,7 @@ def encode_record(
     meta
         The record's meta document (JSON-serialisable, finite numbers).
     system
-        The system frame, or ``None``.
+        The system frame (or its MRF1 bytes, with ``meta_types``), or ``None``.
     frames
         The trajectory frames, or ``None`` for no trajectory.
     extra
@@ -104,13 +126,239 @@ def encode_record(
     if stacked is not None:
         header["stacked"] = stacked[0]
     parts = [_item(json.dumps(header, separators=(",", ":"), allow_nan=False).encode())]
-    if system is not None:
+    if isinstance(system, bytes):
+        parts.append(_item(system))
+    elif system is not None:
         parts.append(_item(encode_frame(system, meta_types=True)))
     if stacked is not None:
         parts.append(_item(encode_frame(stacked[1], meta_types=False)))
     else:
         parts.extend(_item(encode_frame(frame, meta_types=True)) for frame in frames or ())
     return b"".join(parts)
+
+
+def encode_stored_record(
+    meta: Mapping[str, Any],
+    system: bytes | None,
+    updates: Sequence[Any],
+    *,
+    meta_types: Mapping[str, str],
+    boxes: Sequence[int] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> bytes:
+    """The bytes of one record whose trajectory travels as its stored updates.
+
+    Parameters
+    ----------
+    meta
+        The record's meta document.
+    system
+        The system's stored MRF1 bytes (with its ``meta_types``), or ``None``.
+    updates
+        The trajectory's stored update values in order (bytes-like, MRF1,
+        lmdb.md §5), each restating every block of its frame.
+    meta_types
+        The per-step meta tags (the collection's ``sequence_schema.meta``).
+    boxes
+        The ordinals of the updates that carry a cell, ascending.
+    extra
+        Further header members (``r`` ...).
+    """
+    member: dict[str, Any] = {"meta_types": dict(meta_types)}
+    if boxes:
+        member["boxes"] = list(boxes)
+    header = {
+        **(extra or {}),
+        "meta": dict(meta),
+        "system": system is not None,
+        "frames": len(updates),
+        "updates": member,
+    }
+    text = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
+    parts = [_LENGTH.pack(len(text)), text]
+    for value in (system, *updates) if system is not None else updates:
+        parts += [_LENGTH.pack(len(value)), value]
+    return b"".join(parts)
+
+
+class StoredFrames(Sequence[Frame]):
+    """A record's frames from its stored updates, each :class:`Frame` built on
+    first use (its arrays view the update's bytes, read-only), then kept.
+
+    Every update restates every block, so frame ``k`` is update ``k``; only
+    the cell is carried forward, from the last update at or before ``k``
+    that carries one. Compares equal to any sequence of equal frames.
+    """
+
+    __slots__ = ("_boxes", "_made", "_plan", "_tags", "_values", "_where")
+
+    def __init__(
+        self, values: list[bytes], tags: dict[str, str], boxes: list[int], where: str
+    ) -> None:
+        self._values = values
+        self._tags = tags
+        self._boxes = boxes
+        self._where = where
+        self._made: list[Frame | None] = [None] * len(values)
+        self._plan: _Plan | None = None
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    @overload
+    def __getitem__(self, i: int) -> Frame: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Frame]: ...
+    def __getitem__(self, i: int | slice) -> Frame | list[Frame]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        frame = self._made[i]
+        if frame is None:
+            k = range(len(self))[i]  # IndexError beyond the end, as a list
+            frame = self._made[k] = self._build(k)
+        return frame
+
+    def _build(self, k: int) -> Frame:
+        frame = self._decode(self._values[k], f"{self._where}[{k}]")
+        u = bisect_right(self._boxes, k) - 1
+        if frame.box is not None or u < 0 or self._boxes[u] == k:
+            return frame
+        box = self[self._boxes[u]].box
+        return Frame._trusted(
+            frame.blocks, frame.meta, frame.meta_types, box, frame.step, frame.time
+        )
+
+    def _decode(self, value: bytes, where: str) -> Frame:
+        """``decode_frame(value, meta_types=tags)``, the blocks viewed by the plan
+        of an update decoded and checked before when their header text is alike."""
+        try:
+            header, payload = _split(value)
+            raw: Any = header.get("blocks")
+            plan = self._plan
+            if plan is not None and plan.size == len(payload) and plan.raw == raw:
+                blocks = plan.view(payload)
+            else:
+                blocks = _checked_blocks(raw, payload)
+                self._plan = _Plan.of(raw, len(payload))
+            return _assemble(header, blocks, self._tags)
+        except (FrameBytesError, InvalidRecord) as exc:
+            raise FrameBytesError(exc.message, path=f"{where}/{exc.path or ''}") from None
+
+    def __iter__(self) -> Iterator[Frame]:
+        for k in range(len(self)):
+            yield self[k]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"StoredFrames({len(self)} frames)"
+
+
+def _checked_blocks(raw: Any, payload: memoryview) -> dict[str, Block]:
+    """The blocks of a header, decoded and checked as :func:`decode_blocks` does."""
+    if type(raw) is not dict:
+        raise FrameBytesError("header blocks is not an object")
+    if not all(raw):
+        raise FrameBytesError("a block name is a non-empty string")
+    return {name: _decode_block(entry, payload, False, name) for name, entry in raw.items()}
+
+
+def _assemble(header: dict[str, Any], blocks: dict[str, Block], tags: dict[str, str]) -> Frame:
+    """The frame of checked ``blocks`` and the header's meta, step, time and cell
+    (as :func:`decode_frame` assembles it)."""
+    if "box" in blocks:
+        raise FrameBytesError("'box' cannot name a block", path="box")
+    own = header.get("meta_types")
+    meta, meta_tags = decode_meta_document(
+        header.get("meta", {}), own if own is not None else tags, path="header"
+    )
+    step, time, box = header.get("step"), header.get("time"), header.get("box")
+    return Frame._trusted(
+        blocks,
+        meta,
+        meta_tags,
+        None if box is None else Box.from_dict(box, path="box"),
+        None if step is None else decode_element("i64", step, path="step"),
+        None if time is None else decode_element("f64", time, path="time"),
+    )
+
+
+#: (column, dtype, numpy dtype, items, shape, offset)
+_PlainColumn = tuple[str, str, np.dtype[Any], int, list[int], int]
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """Where the plain numeric columns of an update sit, from one decoded and
+    checked: an update whose ``blocks`` header equals it and whose payload has
+    the same size passes the same checks, so its arrays are views at the same
+    offsets (what a record's updates of the same atoms mostly are). Bool and
+    masked columns are checked per value and take no plan."""
+
+    raw: dict[str, Any]
+    size: int
+    blocks: tuple[tuple[str, int, tuple[_PlainColumn, ...]], ...]
+
+    @staticmethod
+    def of(raw: dict[str, Any], size: int) -> _Plan | None:
+        """The plan of checked header blocks ``raw``, or ``None`` (not all plain)."""
+        blocks = []
+        for name, entry in raw.items():
+            if entry.keys() - _PLAIN_BLOCK or entry.get("structural_shape") is not None:
+                return None
+            columns = []
+            for column, spec in entry["columns"].items():
+                dtype = spec["dtype"]
+                if spec.keys() - _PLAIN_COLUMN or dtype not in _PLAIN_DTYPES:
+                    return None
+                dims = spec["shape"]
+                items = math.prod(dims)
+                columns.append((column, dtype, _PLAIN_DTYPES[dtype], items, dims, spec["offset"]))
+            blocks.append((name, entry["count"], tuple(columns)))
+        return _Plan(raw, size, tuple(blocks))
+
+    def view(self, payload: memoryview) -> dict[str, Block]:
+        """The blocks of an update with this plan, viewing its ``payload``."""
+        out = {}
+        for name, count, columns in self.blocks:
+            made = {}
+            for column, dtype, np_dtype, items, dims, offset in columns:
+                values = np.frombuffer(payload, np_dtype, items, offset)
+                made[column] = Column._trusted(
+                    values.reshape(dims) if len(dims) > 1 else values, dtype
+                )
+            out[name] = Block._trusted(made, count)
+        return out
+
+
+def _stored_member(member: Any, n: int, where: str) -> tuple[dict[str, str], list[int]]:
+    """The ``updates`` member's meta tags and cell ordinals, checked."""
+    at = f"{where}.updates"
+    if not isinstance(member, dict) or not isinstance(member.get("meta_types"), dict):
+        raise FrameBytesError("updates is {meta_types, boxes?}", path=at)
+    tags, boxes = member["meta_types"], member.get("boxes", [])
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in tags.items()):
+        raise FrameBytesError("updates.meta_types maps keys to tags", path=at)
+    if (
+        not isinstance(boxes, list)
+        or not all(type(b) is int and 0 <= b < n for b in boxes)
+        or any(a >= b for a, b in pairwise(boxes))
+    ):
+        raise FrameBytesError("updates.boxes are ascending frame ordinals", path=at)
+    return tags, boxes
+
+
+def _stored(items: list[bytes], member: Any, where: str) -> StoredFrames:
+    tags, boxes = _stored_member(member, len(items), where)
+    for k, value in enumerate(items):  # the framing now; each frame's bytes on first use
+        if len(value) < 8 or value[:4] != MAGIC:
+            raise FrameBytesError("an update is not MRF1 bytes", path=f"{where}.trajectory[{k}]")
+    return StoredFrames(items, tags, boxes, f"{where}.trajectory")
 
 
 def _signature(frame: Frame) -> tuple[Any, ...] | None:
@@ -237,6 +485,13 @@ def _frame(data: bytes, where: str) -> Frame:
         raise FrameBytesError(exc.message, path=f"{where}/{exc.path or ''}") from None
 
 
+def _wanted(header: dict[str, Any]) -> int:
+    """The items after a record's header: its system, then its frames (one when stacked)."""
+    stacked = header.get("stacked") is not None and header.get("updates") is None
+    frames = 1 if stacked else header["frames"] or 0
+    return int(header["system"]) + int(frames)
+
+
 class RecordStreamDecoder:
     """Split an ``application/x-mrec-records`` body into records as its bytes arrive.
 
@@ -246,46 +501,44 @@ class RecordStreamDecoder:
 
     def __init__(self) -> None:
         self._buffer = bytearray()
-        self._at = 0  # items before this offset are consumed; dropped once per feed
+        self._need = _LENGTH.size  #: bytes the buffer must hold before an item completes
         self._header: dict[str, Any] | None = None
+        self._wanted = 0  #: items the current record's header announces
         self._items: list[bytes] = []
         self._count = 0
 
-    def _next_item(self) -> bytes | None:
-        at, buffer = self._at, self._buffer
-        if len(buffer) - at < _LENGTH.size:
-            return None
-        (size,) = _LENGTH.unpack_from(buffer, at)
-        end = at + _LENGTH.size + size
-        if len(buffer) < end:
-            return None
-        self._at = end
-        return bytes(buffer[at + _LENGTH.size : end])
-
     def feed(self, chunk: bytes) -> list[RecordItem]:
         """Records completed by ``chunk``, in order."""
-        if self._at:  # drop what was consumed (once per chunk: no quadratic shifting)
-            del self._buffer[: self._at]
-            self._at = 0
         self._buffer += chunk
-        out: list[RecordItem] = []
-        while (data := self._next_item()) is not None:
-            where = f"records[{self._count}]"
-            if self._header is None:
-                self._header = _header(data, where)
-            else:
-                self._items.append(data)
-            if self._complete():
-                out.append(self._record(where))
+        if len(self._buffer) < self._need:  # inside an item: keep the bytes, parse nothing
+            return []
+        data = bytes(self._buffer)  # one copy per feed; each item then one slice of it
+        at, size, out = self._split(data)
+        del self._buffer[:at]
+        self._need = _LENGTH.size if size is None else _LENGTH.size + size
         return out
 
-    def _wanted(self) -> int:
-        assert self._header is not None
-        frames = 1 if self._header.get("stacked") is not None else self._header["frames"] or 0
-        return int(self._header["system"]) + int(frames)
-
-    def _complete(self) -> bool:
-        return self._header is not None and len(self._items) == self._wanted()
+    def _split(self, data: bytes) -> tuple[int, int | None, list[RecordItem]]:
+        """Items of ``data`` consumed: the offset reached, the size of the item
+        begun there (``None``: its length is not yet in), the records completed."""
+        at, total = 0, len(data)
+        out: list[RecordItem] = []
+        unpack, step = _LENGTH.unpack_from, _LENGTH.size
+        while total - at >= step:
+            (size,) = unpack(data, at)
+            end = at + step + size
+            if end > total:
+                return at, size, out
+            item = data[at + step : end]
+            at = end
+            if self._header is None:
+                self._header = _header(item, f"records[{self._count}]")
+                self._wanted = _wanted(self._header)
+            else:
+                self._items.append(item)
+            if len(self._items) == self._wanted:
+                out.append(self._record(f"records[{self._count}]"))
+        return at, None, out
 
     def _record(self, where: str) -> RecordItem:
         header, items = self._header, self._items
@@ -295,7 +548,10 @@ class RecordStreamDecoder:
         system = None
         if header["system"]:
             system = _frame(items.pop(0), f"{where}.system")
-        if header.get("stacked") is not None:
+        frames: Sequence[Frame]
+        if header.get("updates") is not None:
+            frames = _stored(items, header["updates"], where)
+        elif header.get("stacked") is not None:
             frames = _unstack(_frame(items[0], f"{where}.trajectory"), header["stacked"], where)
             if len(frames) != header["frames"]:
                 raise FrameBytesError("stacked frames differ from the count", path=where)
@@ -313,7 +569,7 @@ class RecordStreamDecoder:
         FrameBytesError
             Bytes are left over, or a record misses frames its header announced.
         """
-        left = len(self._buffer) - self._at
+        left = len(self._buffer)
         if left or self._header is not None:
             raise FrameBytesError(
                 f"the record stream ended inside record {self._count} ({left} bytes left)",

@@ -10,6 +10,7 @@ from ._keys import FF, INDEX, META, frame_key, record_key, system_key
 from ._meta import LAYOUT, LAYOUT_VERSION
 from ._read import RecordView, join, quick_frame, replay
 from ._store import SUFFIX, LmdbCollection, RecordParts
+from ._stored import StoredUpdates, stored_updates
 from ._write import incoming, index_values
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "LmdbCollection",
     "RecordParts",
     "RecordView",
+    "StoredUpdates",
     "collection_from_dict",
     "collection_to_dict",
     "frame_key",
@@ -33,5 +35,6 @@ __all__ = [
     "quick_frame",
     "record_key",
     "replay",
+    "stored_updates",
     "system_key",
 ]

@@ -23,7 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ... import api
 from ..._record import Record
-from ...codecs import RECORDS, decode_records, encode_record
+from ...codecs import (
+    RECORDS,
+    decode_records,
+    encode_record,
+    encode_stored_record,
+)
 from ...errors import InvalidRecord, PreconditionFailed, RecordOutOfRange
 from ...model import Block, Frame
 from .. import media
@@ -229,7 +234,8 @@ def _json_records(body: bytes) -> tuple[list[dict[str, Any]], list[Any]]:
 def _stream_records(body: bytes) -> tuple[list[dict[str, Any]], list[Any]]:
     records, rows = [], []
     for item in decode_records(body):
-        records.append({"meta": item.meta, "system": item.system, "trajectory": item.frames})
+        frames = None if item.frames is None else list(item.frames)
+        records.append({"meta": item.meta, "system": item.system, "trajectory": frames})
         rows.append(item.extra.get("index"))
     return records, rows
 
@@ -501,12 +507,29 @@ async def _batch_stream(
         yield b"]"
 
 
+def _encode_stored(parts: api.StoredParts) -> bytes:
+    """One record of a batch: its updates as stored when no block carries
+    forward (no decode and re-encode), else its resolved frames stacked."""
+    updates, extra = parts.updates, {"r": parts.r}
+    if updates is not None:
+        return encode_stored_record(
+            parts.meta,
+            parts.system,
+            updates.values,
+            meta_types=updates.meta_types,
+            boxes=updates.boxes,
+            extra=extra,
+        )
+    frames = None if parts.frames is None else list(parts.frames)
+    return encode_record(parts.meta, parts.system, frames, extra)
+
+
 def _encode_group(
     collection: api.Collection, group: Sequence[int], media_type: str, offset: int
 ) -> bytes:
-    pairs = zip(group, collection.read_many(group), strict=True)
     if media_type == RECORDS:
-        return b"".join(_encode_record(r, rec, RECORDS) for r, rec in pairs)
+        return b"".join(_encode_stored(parts) for parts in api.read_stored(collection, group))
+    pairs = zip(group, collection.read_many(group), strict=True)
     items = [_encode_record(r, rec, media.JSON) for r, rec in pairs]
     if media_type == media.NDJSON:
         return b"".join(item + b"\n" for item in items)

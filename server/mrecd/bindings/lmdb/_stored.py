@@ -1,0 +1,80 @@
+"""A record's trajectory as stored, for a server that sends it without re-encoding.
+
+When every update of a record restates every block (no block carry-forward,
+lmdb.md §5), the stored update values *are* the frames: a server can send
+them as they are (``application/x-mrec-records``, :mod:`mrecd.codecs`) and a
+client builds each frame from them. The values are checked first, as a
+reader checks them (:meth:`LmdbCollection.frames`), once per record per
+process: records never change once committed, so a record whose cached
+layout says every frame was checked is not checked again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import InvalidRecord
+from ...model import Frame
+from ._keys import frame_key
+from ._read import RecordView
+from ._store import LmdbCollection
+
+__all__ = ["StoredUpdates", "stored_updates"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredUpdates:
+    """A record's stored trajectory updates, each restating every block.
+
+    Attributes
+    ----------
+    values
+        The ``f`` values in frame order, as stored (MRF1 bytes, lmdb.md §6).
+    meta_types
+        The per-step meta tags (``sequence_schema.meta``) the values' meta is typed by.
+    boxes
+        The ordinals of the updates carrying a cell (carried forward from there).
+    """
+
+    values: list[bytes]
+    meta_types: dict[str, str]
+    boxes: list[int]
+
+
+def stored_updates(
+    binding: LmdbCollection, txn: Any, view: RecordView
+) -> StoredUpdates | Sequence[Frame]:
+    """Record ``view``'s checked stored updates; its resolved frames (as
+    :meth:`LmdbCollection.frames`) when a block carries forward.
+
+    Reads in ``txn``; checks every update (and caches the layout) unless this
+    process has checked them all before.
+    """
+    n = view.n_frames
+    layout = view.caches.layout(view.r)
+    frames = None
+    if layout is None or layout.known < n or len(layout.checked) < n:
+        frames = binding.frames(txn, view)  # every update read and checked; the layout cached
+        layout = binding.layout(txn, view)
+    if any(len(ordinals) != n for ordinals, _ in layout.updates.values()):
+        return binding.frames(txn, view) if frames is None else frames
+    return StoredUpdates(_values(txn, view), dict(view.expect.tags), list(layout.boxes[0]))
+
+
+def _values(txn: Any, view: RecordView) -> list[bytes]:
+    out: list[bytes] = []
+    if not view.n_frames:
+        return out
+    cursor = txn.cursor()
+    found = cursor.set_key(frame_key(view.first))
+    for k in range(view.n_frames):
+        if not found or cursor.key() != frame_key(view.first + k):
+            raise InvalidRecord(
+                f"frame key f‖{view.first + k} is missing inside the record's range (lmdb.md §5)",
+                path=f"{view.path}[{k}]",
+            )
+        out.append(bytes(cursor.value()))
+        found = cursor.next()
+    return out
