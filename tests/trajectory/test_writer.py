@@ -771,3 +771,22 @@ def test_a_step_index_is_written_after_its_offset(root: Path, monkeypatch: Any) 
     assert "atoms/offset" in events[:first]
     assert "atoms/x" in events[:first]
     assert [len(f["atoms"]["x"].values) for f in open_trajectory(root)] == [4, 4, 5, 3, 6, 6]
+
+
+@pytest.mark.directory_only  # damages files directly
+def test_a_shard_left_without_its_index_by_a_killed_first_commit_is_not_read(root: Path) -> None:
+    """A commit killed between a new array's shard data and its index leaves a zeroed index
+    before the array's first ``zarr.json``: the next writer starts that array afresh."""
+    create_trajectory(root, xyz_declaration(1e-3))
+    traj = open_trajectory(root)
+    for step in range(2):
+        traj.append(frame(step, blocks={"atoms": atoms(4, step)}))
+    traj.close()
+    leftover = root / "trajectory/atoms/step_index/c/0"
+    leftover.parent.mkdir(parents=True)
+    leftover.write_bytes(bytes(4084) + b"chunk bytes written, index never")
+    traj = open_trajectory(root)
+    for step, n in enumerate([5, 3], start=2):  # the row count changes: the block is indexed
+        traj.append(frame(step, blocks={"atoms": atoms(n, step)}))
+    traj.close()
+    assert [len(f["atoms"]["x"].values) for f in open_trajectory(root)] == [4, 4, 5, 3]

@@ -497,6 +497,11 @@ class ArrayAppender:
         self._created = (path / "zarr.json").is_file()
         if self._created:
             self._reopen(length)
+        elif path.store.positional_writes:
+            # shards a commit cut short left before this array's first zarr.json are no
+            # one's content (one writer holds the lease): one killed between a shard's
+            # data and its index would otherwise be opened with a zeroed index
+            path.store.delete_prefix((path / "c").key)
 
     @property
     def length(self) -> int:
