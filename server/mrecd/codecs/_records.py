@@ -35,7 +35,7 @@ from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any, Final, overload
+from typing import Any, Final
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from ..model import (
     Box,
     Column,
     Frame,
+    LazyFrames,
     decode_element,
     decode_meta_document,
     encode_element,
@@ -181,7 +182,7 @@ def encode_stored_record(
     return b"".join(parts)
 
 
-class StoredFrames(Sequence[Frame]):
+class StoredFrames(LazyFrames):
     """A record's frames from its stored updates, each :class:`Frame` built on
     first use (its arrays view the update's bytes, read-only), then kept.
 
@@ -190,7 +191,7 @@ class StoredFrames(Sequence[Frame]):
     that carries one. Compares equal to any sequence of equal frames.
     """
 
-    __slots__ = ("_boxes", "_made", "_plan", "_tags", "_values", "_where")
+    __slots__ = ("_boxes", "_plan", "_tags", "_values", "_where")
 
     def __init__(
         self, values: list[bytes], tags: dict[str, str], boxes: list[int], where: str
@@ -201,22 +202,6 @@ class StoredFrames(Sequence[Frame]):
         self._where = where
         self._made: list[Frame | None] = [None] * len(values)
         self._plan: _Plan | None = None
-
-    def __len__(self) -> int:
-        return len(self._values)
-
-    @overload
-    def __getitem__(self, i: int) -> Frame: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Frame]: ...
-    def __getitem__(self, i: int | slice) -> Frame | list[Frame]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        frame = self._made[i]
-        if frame is None:
-            k = range(len(self))[i]  # IndexError beyond the end, as a list
-            frame = self._made[k] = self._build(k)
-        return frame
 
     def _build(self, k: int) -> Frame:
         frame = self._decode(self._values[k], f"{self._where}[{k}]")
@@ -243,10 +228,6 @@ class StoredFrames(Sequence[Frame]):
             return _assemble(header, blocks, self._tags)
         except (FrameBytesError, InvalidRecord) as exc:
             raise FrameBytesError(exc.message, path=f"{where}/{exc.path or ''}") from None
-
-    def __iter__(self) -> Iterator[Frame]:
-        for k in range(len(self)):
-            yield self[k]
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence) and not isinstance(other, (str, bytes)):

@@ -56,6 +56,7 @@ from ._frame import (
     decode_meta_document,
 )
 from ._inputs import FRAME_KEYS, frame_input, index_rows
+from ._lazy import LazyFrames
 from ._metrics import (
     MetricEvent,
     MetricSeries,
@@ -125,6 +126,7 @@ __all__ = [
     "Declaration",
     "Dtype",
     "Frame",
+    "LazyFrames",
     "MetaSpec",
     "MetaTag",
     "MetricEvent",

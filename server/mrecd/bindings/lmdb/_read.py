@@ -14,9 +14,9 @@ import json
 import json.scanner
 import struct
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, overload
+from typing import Any, Final
 
 import numpy as np
 
@@ -28,6 +28,7 @@ from ...model import (
     Column,
     Declaration,
     Frame,
+    LazyFrames,
     check_block_targets,
     decode_element,
     decode_meta,
@@ -813,12 +814,12 @@ def rewalk(txn: Any, view: RecordView, layout: Layout) -> HeldFrames | None:
     return held
 
 
-class HeldFrames(Sequence[Frame]):
+class HeldFrames(LazyFrames):
     """A record's resolved frames as read and checked by :func:`walk`: each
     :class:`Frame` is built from the held bytes when first asked for (its
     arrays view a copy of the stored value, read-only), then kept."""
 
-    __slots__ = ("_made", "_updates", "parts", "tags")
+    __slots__ = ("_updates", "parts", "tags")
 
     def __init__(self, n: int, tags: dict[str, str]) -> None:
         self.tags = tags
@@ -838,26 +839,10 @@ class HeldFrames(Sequence[Frame]):
             self._updates[k] = update  # one dict store: safe beside other threads
         return update
 
-    def __len__(self) -> int:
-        return len(self._made)
-
-    @overload
-    def __getitem__(self, i: int) -> Frame: ...
-    @overload
-    def __getitem__(self, i: slice) -> list[Frame]: ...
-    def __getitem__(self, i: int | slice) -> Frame | list[Frame]:
-        if isinstance(i, slice):
-            return [self[k] for k in range(*i.indices(len(self)))]
-        frame = self._made[i]
-        if frame is None:
-            sources, meta, box, step, time = self.parts[i]
-            blocks = {name: self._blocks(k)[name] for name, k in sources.items()}
-            frame = self._made[i] = Frame._trusted(blocks, meta, self.tags, box, step, time)
-        return frame
-
-    def __iter__(self) -> Iterator[Frame]:
-        for i in range(len(self)):
-            yield self[i]
+    def _build(self, k: int) -> Frame:
+        sources, meta, box, step, time = self.parts[k]
+        blocks = {name: self._blocks(u)[name] for name, u in sources.items()}
+        return Frame._trusted(blocks, meta, self.tags, box, step, time)
 
 
 class _Walker:
