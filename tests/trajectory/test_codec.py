@@ -71,3 +71,34 @@ def test_threads_encoding_and_decoding_at_once_agree_with_one_thread() -> None:
         decoded = list(pool.map(codec.decode, encoded))
     assert encoded == expected * 4
     assert all(np.array_equal(d, c) for d, c in zip(decoded, chunks * 4, strict=True))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "precision", "shape"),
+    [("f64", 1e-3, (ROWS,)), ("f64", 1e-2, (ROWS, 3)), ("i32", None, (ROWS,)), ("f64", None, (7,))],
+)
+def test_a_batch_encodes_to_the_bytes_of_one_chunk_at_a_time(
+    dtype: str, precision: float | None, shape: tuple[int, ...]
+) -> None:
+    codec = ChunkCodec(dtype, shape, inner_codecs(dtype, precision=precision))
+    rng = np.random.default_rng(3)
+    chunks = [(rng.uniform(-40, 40, shape) * 100).astype(codec.fill().dtype) for _ in range(9)]
+    batch = codec.encode_many(chunks)
+    assert batch == [codec.encode(chunk) for chunk in chunks]
+    assert all(
+        np.array_equal(codec.decode(data), chunk) for data, chunk in zip(batch, chunks, strict=True)
+    )
+
+
+def test_a_batch_of_one_or_none_encodes_too() -> None:
+    codec = _codec()
+    assert codec.encode_many([]) == []
+    assert codec.encode_many([_chunk(1)]) == [codec.encode(_chunk(1))]
+
+
+def test_batches_encoded_in_threads_at_once_agree_with_one_at_a_time() -> None:
+    codec = _codec()
+    batches = [[_chunk(10 * b + k) for k in range(6)] for b in range(8)]
+    with ThreadPoolExecutor(4) as pool:
+        encoded = list(pool.map(codec.encode_many, batches))
+    assert encoded == [[codec.encode(c) for c in batch] for batch in batches]

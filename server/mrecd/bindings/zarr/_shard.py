@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import gzip
 import math
+import os
 import resource
 import threading
 import zlib
@@ -35,9 +36,10 @@ import zstandard
 from numcodecs import VLenUTF8
 
 try:  # numcodecs' C loop: ~2x numpy's scattering copy for the 8-byte unshuffle
+    from numcodecs._shuffle import _doShuffle as _shuffle_c
     from numcodecs._shuffle import _doUnshuffle as _unshuffle_c
-except ImportError:  # pragma: no cover - a numcodecs without it: numpy's copy below
-    _unshuffle_c = None
+except ImportError:  # pragma: no cover - a numcodecs without it: numpy's copies below
+    _shuffle_c = _unshuffle_c = None
 
 from ...errors import InvalidRecord
 from ...model import DTYPE_OF_ZARR, STRING_DTYPE, ZARR_DATA_TYPE, numpy_dtype
@@ -74,6 +76,8 @@ def _open_shards_budget() -> int:
 
 
 _OPEN_SHARDS: Final = _open_shards_budget()
+#: Native threads of one batch compression (:meth:`ChunkCodec.encode_many`).
+_ZSTD_THREADS: Final = max(1, min(4, os.cpu_count() or 1))
 _MISSING: Final[Any] = object()
 _VLEN = VLenUTF8()
 
@@ -136,6 +140,7 @@ class ChunkCodec:
     _stored_dtype: np.dtype[Any] = field(init=False, repr=False)
     _nbytes: int = field(init=False, repr=False)
     _precise: bool = field(init=False, repr=False)
+    _batchable: bool = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.codecs:
@@ -179,6 +184,12 @@ class ChunkCodec:
             and self._endian == "<"
             and kinds == [("shuffle", self._np_dtype.itemsize), ("zstd", None), ("crc32c", None)]
         )
+        self._batchable = (
+            self.dtype != "string"
+            and self._nbytes > 0
+            and self._endian == "<"
+            and kinds == [("shuffle", self._np_dtype.itemsize), ("zstd", None), ("crc32c", None)]
+        )
 
     def fill(self) -> npt.NDArray[Any]:
         """A chunk of the fill value (zeros, ``False``, empty strings)."""
@@ -207,6 +218,23 @@ class ChunkCodec:
             else:
                 data = bytes(data) + _crc(data)
         return data if type(data) is bytes else bytes(data)
+
+    def encode_many(self, chunks: Sequence[npt.NDArray[Any]]) -> list[bytes]:
+        """:meth:`encode` of each of ``chunks`` (full-shape), batched: :func:`encode_batches`."""
+        return encode_batches([(self, chunks)])[0]
+
+    @property
+    def zstd_batch(self) -> tuple[int, bool] | None:
+        """The zstd level and checksum flag when :func:`encode_batches` batches this pipeline."""
+        return self._steps[1][1] if self._batchable else None
+
+    def shuffled(self, chunks: Sequence[npt.NDArray[Any]]) -> npt.NDArray[np.uint8]:
+        """The shuffled bytes of each chunk, one row each (the batched pipeline's first step)."""
+        out = np.empty((len(chunks), self._nbytes), dtype=np.uint8)
+        for row, chunk in zip(out, chunks, strict=True):
+            plain = np.ascontiguousarray(chunk, dtype=self._np_dtype).view(np.uint8).reshape(-1)
+            _shuffle_into(plain, row, self._np_dtype.itemsize)
+        return out
 
     def decode(self, data: bytes | memoryview, *, where: str = "") -> npt.NDArray[Any]:
         """The full-shape chunk encoded in ``data``; refuses a checksum mismatch."""
@@ -252,6 +280,41 @@ class ChunkCodec:
         return out
 
 
+def encode_batches(
+    batches: Sequence[tuple[ChunkCodec, Sequence[npt.NDArray[Any]]]],
+) -> list[list[bytes]]:
+    """The encoded bytes of every chunk of every ``(codec, chunks)`` batch, in order.
+
+    The bytes are those of :meth:`ChunkCodec.encode` one chunk at a time, with
+    fewer calls: the chunks of declared-precision pipelines (shuffle, zstd,
+    crc32c) are shuffled, then compressed by one zstd call per zstd setting,
+    in parallel native threads that never take the GIL. A chunk at a time
+    takes and drops the GIL several times per chunk, and under an appending
+    thread busy in Python each retake waits up to the interpreter's switch
+    interval: a commit's encoding then lags the appends it should overlap.
+    """
+    out: list[list[bytes]] = [[] for _ in batches]
+    grouped: dict[tuple[int, bool], list[tuple[int, npt.NDArray[np.uint8]]]] = {}
+    for b, (codec, chunks) in enumerate(batches):
+        setting = codec.zstd_batch
+        if setting is None or len(chunks) < 2:
+            out[b] = [codec.encode(chunk) for chunk in chunks]
+        else:
+            grouped.setdefault(setting, []).append((b, codec.shuffled(chunks)))
+    for (level, checksum), members in grouped.items():
+        rows = [row for _, shuffled in members for row in shuffled]
+        segments = _CONTEXTS.compressor(level, checksum).multi_compress_to_buffer(
+            rows, threads=_ZSTD_THREADS
+        )
+        k = 0
+        for b, shuffled in members:
+            for _ in range(len(shuffled)):
+                data = segments[k].tobytes()
+                out[b].append(data + _crc(data))
+                k += 1
+    return out
+
+
 def _zstd_decompress(data: Any, nbytes: int, where: str) -> bytes:
     """One zstd frame decompressed with this thread's context (``nbytes``: its size, if known).
 
@@ -275,6 +338,14 @@ def _shuffle(data: Any, size: int) -> Any:
         out.T[...] = raw.reshape(-1, size)
         return out.reshape(-1)
     return raw[:whole].reshape(-1, size).T.tobytes() + raw[whole:].tobytes()
+
+
+def _shuffle_into(plain: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8], size: int) -> None:
+    """:func:`_shuffle` of ``plain`` (a whole number of elements) written into ``out``."""
+    if _shuffle_c is not None:
+        _shuffle_c(plain, out, size)
+    else:  # pragma: no cover - a numcodecs without its C loop
+        out.reshape(size, -1).T[...] = plain.reshape(-1, size)
 
 
 def _unshuffle(data: Any, size: int) -> Any:
@@ -380,9 +451,16 @@ class ArrayCommit:
 
     def encode_range(self, start: int, stop: int) -> None:
         """Encode jobs ``[start, stop)``; disjoint ranges may run in parallel threads."""
-        codec = self.appender.codec
-        for k in range(start, stop):
-            self.encoded[k] = codec.encode(self.jobs[k][1])
+        self.encoded[start:stop] = self.appender.codec.encode_many(
+            [chunk for _, chunk in self.jobs[start:stop]]
+        )
+
+    @staticmethod
+    def encode_all(commits: Sequence[ArrayCommit]) -> None:
+        """Encode every job of ``commits`` at once (:func:`encode_batches`)."""
+        batches = [(c.appender.codec, [chunk for _, chunk in c.jobs]) for c in commits]
+        for commit, encoded in zip(commits, encode_batches(batches), strict=True):
+            commit.encoded[:] = encoded
 
     def write(self) -> None:
         """Chunk bytes at the shard tails, the shard indexes, then ``zarr.json``."""

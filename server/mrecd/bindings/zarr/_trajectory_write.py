@@ -530,7 +530,6 @@ class TrajectoryWriter:
         self.k = flush_every or 0
         self._committer: ThreadPoolExecutor | None = None
         self._encoder: ThreadPoolExecutor | None = None
-        self._helper: ThreadPoolExecutor | None = None
         self._syncer: ThreadPoolExecutor | None = None
         self._inflight: list[Future[None]] = []
         self._failure: BaseException | None = None
@@ -722,17 +721,12 @@ class TrajectoryWriter:
         )
 
     def _encode(self, commit: _Commit) -> None:
-        """On the encoder thread: every chunk of the commit (two threads for big commits)."""
-        work = [(a, k) for a in commit.arrays for k in range(len(a.jobs))]
-        if len(work) >= 8:
-            if self._helper is None:
-                self._helper = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mrecd-encode")
-            half = len(work) // 2
-            other = self._helper.submit(_encode_work, work[half:])
-            _encode_work(work[:half])
-            other.result()
-        else:
-            _encode_work(work)
+        """On the encoder thread: every chunk of the commit, in one batch.
+
+        The batch compresses in native threads of its own (``encode_batches``),
+        so one encoder thread keeps the cores busy and seldom takes the GIL.
+        """
+        ArrayCommit.encode_all(commit.arrays)
 
     def _run(self, commit: _Commit, encoded: Future[None]) -> None:
         """On the committer thread, once ``commit`` is encoded: write, publish.
@@ -824,10 +818,10 @@ class TrajectoryWriter:
             if self._failure is None and (self._unsynced or self.pending):
                 self.flush(durable=True)
         finally:
-            for pool in (self._committer, self._encoder, self._helper, self._syncer):
+            for pool in (self._committer, self._encoder, self._syncer):
                 if pool is not None:
                     pool.shutdown(wait=True)
-            self._committer = self._encoder = self._helper = self._syncer = None
+            self._committer = self._encoder = self._syncer = None
             for appender in self._appenders():
                 appender.close()
 
@@ -848,11 +842,6 @@ class _Commit:
         self.trajectory = trajectory
         self.durable = durable
         self.appenders = appenders
-
-
-def _encode_work(work: list[tuple[ArrayCommit, int]]) -> None:
-    for array, k in work:
-        array.encode_range(k, k + 1)
 
 
 def _meta_row(tag: str, value: Any) -> npt.NDArray[Any]:
