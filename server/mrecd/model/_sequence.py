@@ -9,7 +9,7 @@ frames and store the same sparse updates.
 from __future__ import annotations
 
 import copy
-from collections.abc import KeysView, Mapping
+from collections.abc import Iterable, KeysView, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,7 @@ from ..errors import InvalidRecord, StepOrderError
 from ._block import Block
 from ._box import Box
 from ._column import Column
-from ._declaration import Declaration
+from ._declaration import Declaration, Rounded
 from ._frame import Frame, check_block_targets
 
 __all__ = ["SequenceState", "Update", "check_system_alignment"]
@@ -138,7 +138,25 @@ class SequenceState:
 
     # -- the rules ------------------------------------------------------------------------
 
-    def admit(self, frame: Frame, *, path: str | None = None) -> Update:
+    def admit_many(self, frames: Iterable[Frame], *, first: int | None = None) -> list[Update]:
+        """:meth:`admit` each of ``frames`` in turn, the batch's rounding done at once.
+
+        Frame ``i`` is checked as ``admit(frame, path=f"frame {first + i}")`` would
+        check it (``first`` defaults to :attr:`nstep`) and refused with the same
+        error; frames before a refused one stay admitted, so admit a batch that must
+        be all-or-nothing into :meth:`copy`.
+        """
+        batch = list(frames)
+        start = self.nstep if first is None else first
+        rounded = self.declaration.round_batch(batch) if len(batch) > 1 else None
+        return [
+            self.admit(frame, path=f"frame {start + i}", rounded=rounded)
+            for i, frame in enumerate(batch)
+        ]
+
+    def admit(
+        self, frame: Frame, *, path: str | None = None, rounded: Rounded | None = None
+    ) -> Update:
         """Check ``frame`` as the next frame and return what it stores.
 
         Refuses (nothing changes): a missing, repeated or decreasing step
@@ -146,7 +164,7 @@ class SequenceState:
         or none where it had one, anything the declaration refuses, a block
         whose row count breaks its system block or its aligned target, an
         unresolved row reference, a cell whose ``cell_defined`` differs from the
-        run's.
+        run's. ``rounded``: the batch's rounding, from :meth:`Declaration.round_batch`.
         """
         where = path or f"frame {self.nstep}"
         if not isinstance(frame, Frame):
@@ -172,7 +190,7 @@ class SequenceState:
                 + " (trajectory.md §1.2)",
                 path=f"{where}.time",
             )
-        conformed = self.declaration.conform(frame, path=where)
+        conformed = self.declaration.conform(frame, path=where, rounded=rounded)
         changed: dict[str, Block] = {}
         current = self.current
         resolved = dict(current)
@@ -276,6 +294,11 @@ def _owned(block: Block) -> Block:
     updates that array in place after appending must not change an update
     that is queued, or the carried state the next frame is compared with.
     """
+    held = block._columns
+    if all(
+        _frozen(c._values) and (c._validity is None or _frozen(c._validity)) for c in held.values()
+    ):
+        return block  # rounded or converted here (the common case): nothing to copy
     columns = {
         name: Column._trusted(
             column.values if _frozen(column.values) else column.values.copy(),
@@ -290,7 +313,7 @@ def _owned(block: Block) -> Block:
     )
 
 
-def _frozen(array: np.ndarray[Any, Any]) -> bool:
+def _frozen(array: np.ndarray[Any, Any] | None) -> bool:
     """Whether nobody can change ``array``'s memory: its owner is a read-only array.
 
     Arrays the writer made itself (rounded, converted) are frozen when made;
