@@ -507,19 +507,19 @@ class Declaration(_Spec):
             want = 1
             for n in spec.structural_shape:
                 want *= n
-            if block.count != want:
+            if block._count != want:
                 raise InvalidRecord(
                     f"block {name!r} declares structural_shape {list(spec.structural_shape)}: every"
-                    f" update holds {want} rows, not {block.count} (trajectory.md §5.2)",
+                    f" update holds {want} rows, not {block._count} (trajectory.md §5.2)",
                     path=where,
                 )
-        if block.structural_shape is not None and block.structural_shape != spec.structural_shape:
+        if block._structural_shape is not None and block._structural_shape != spec.structural_shape:
             raise InvalidRecord(
-                f"structural_shape {list(block.structural_shape)} differs from the declared"
+                f"structural_shape {list(block._structural_shape)} differs from the declared"
                 f" {spec.structural_shape}",
                 path=where,
             )
-        if block.targets and block.targets != (spec.targets or {}):
+        if block._targets and block._targets != (spec.targets or {}):
             raise InvalidRecord(
                 f"targets {block.targets} differ from the declared {spec.targets}", path=where
             )
@@ -529,7 +529,7 @@ class Declaration(_Spec):
             )
             for column_name, column_spec in spec.columns.items()
         }
-        return Block._trusted(columns, block.count, spec.structural_shape, spec.targets, None)
+        return Block._trusted(columns, block._count, spec.structural_shape, spec.targets, None)
 
 
 def _refuse_columns(name: str, presented: Any, spec: BlockSpec, where: str) -> None:
@@ -566,13 +566,18 @@ def _plain(column: Column, spec: ColumnSpec) -> bool:
 def _conform_column(
     column: Column, spec: ColumnSpec, block_path: str, name: str, done: Rounded | None
 ) -> Column:
-    if _plain(column, spec):
+    values = column._values
+    if (  # _plain, inline: this runs for every column of every appended frame
+        values is not None
+        and column._dtype == spec.dtype
+        and column._validity is None
+        and column._precision is None
+        and values.shape[1:] == spec.trailing
+    ):
         if spec.precision is None:
             return column
         if done is not None and (ahead := done.get((id(spec), id(column)))) is not None:
             return ahead
-        values = column._values
-        assert values is not None
         rounded = quantize(values, spec.precision)
         rounded.flags.writeable = False  # made here: no producer holds it (see _owned)
         return Column._trusted(rounded, spec.dtype, None, None)

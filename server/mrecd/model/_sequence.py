@@ -149,9 +149,9 @@ class SequenceState:
         batch = list(frames)
         start = self.nstep if first is None else first
         rounded = self.declaration.round_batch(batch) if len(batch) > 1 else None
+        seen: dict[str, Block] = {}
         return [
-            self.admit(frame, path=f"frame {start + i}", rounded=rounded)
-            for i, frame in enumerate(batch)
+            self._admit(frame, f"frame {start + i}", rounded, seen) for i, frame in enumerate(batch)
         ]
 
     def admit(
@@ -166,7 +166,12 @@ class SequenceState:
         unresolved row reference, a cell whose ``cell_defined`` differs from the
         run's. ``rounded``: the batch's rounding, from :meth:`Declaration.round_batch`.
         """
-        where = path or f"frame {self.nstep}"
+        return self._admit(frame, path or f"frame {self.nstep}", rounded, None)
+
+    def _admit(
+        self, frame: Frame, where: str, rounded: Rounded | None, seen: dict[str, Block] | None
+    ) -> Update:
+        """:meth:`admit`; ``seen``: the blocks the batch's frames before presented, by name."""
         if not isinstance(frame, Frame):
             raise InvalidRecord(f"admit takes a Frame, not {type(frame).__name__}", path=where)
         step = frame.step
@@ -197,6 +202,11 @@ class SequenceState:
         for name, block in conformed._blocks.items():
             if self.system:
                 self._check_system_rows(name, block, where)
+            if seen is not None:
+                last, seen[name] = seen.get(name), block
+                if last is not None and _same_memory(last, block):
+                    # what the frame before presented, and it resolved to these bytes
+                    continue
             previous = current.get(name)
             if previous is None or not previous.same_content(block):
                 block = _owned(block)
@@ -311,6 +321,39 @@ def _owned(block: Block) -> Block:
     return Block._trusted(
         columns, block.count, block.structural_shape, block.targets, block.attributes
     )
+
+
+def _same_memory(a: Block, b: Block) -> bool:
+    """Whether ``b``'s columns are ``a``'s arrays (bitwise equal without reading them).
+
+    Two views of the whole of one contiguous array with its shape, strides and dtype
+    hold the same bytes at the same time: the common case of a producer presenting
+    one unchanging array (bonds, ids) in every frame of a batch.
+    """
+    if a._count != b._count or a._columns.keys() != b._columns.keys():
+        return False
+    for name, column in a._columns.items():
+        other = b._columns[name]
+        x, y = column._values, other._values
+        if column._validity is not None or other._validity is not None or x is None or y is None:
+            return False
+        if x is y:
+            continue
+        base = x.base
+        if (
+            base is None
+            or base is not y.base
+            or type(base) is not np.ndarray
+            or not (base.flags.c_contiguous or base.flags.f_contiguous)
+            or x.dtype != base.dtype
+            or y.dtype != base.dtype
+            or x.shape != base.shape
+            or y.shape != base.shape
+            or x.strides != base.strides
+            or y.strides != base.strides
+        ):
+            return False
+    return True
 
 
 def _frozen(array: np.ndarray[Any, Any] | None) -> bool:
