@@ -110,6 +110,34 @@ def _build_column(name: Any, value: Any, coerce: bool, path: str | None) -> Colu
     return column
 
 
+def _plain_columns(columns: dict[Any, Any]) -> tuple[dict[str, Column], int] | None:
+    """The block of native numeric arrays of one length under plain names, else ``None``.
+
+    What a producer presents each frame: every check of :func:`_build_column` and
+    :func:`_row_count` reduces to a dtype lookup and a length; anything else (``None``)
+    takes the checked path, which refuses what needs refusing.
+    """
+    built: dict[str, Column] = {}
+    rows = -1
+    for name, value in columns.items():
+        if type(value) is not np.ndarray or not value.ndim or type(name) is not str:
+            return None
+        dtype = NATIVE_DTYPES.get(value.dtype)
+        want = CANONICAL.get(name)
+        if (
+            dtype is None
+            or (want is not None and (want != dtype or value.ndim != 1))
+            or not name
+            or name == "_validity"
+            or "/" in name
+            or (rows >= 0 and value.shape[0] != rows)
+        ):
+            return None
+        rows = value.shape[0]
+        built[name] = Column._trusted(value, dtype)
+    return (built, rows) if rows >= 0 else None
+
+
 def _row_count(columns: Mapping[str, Column], count: Any, path: str | None) -> int:
     """The block's count: the columns' shared length, which a given ``count`` must equal."""
     if count is not None and (
@@ -167,6 +195,18 @@ class Block(Mapping[str, Column]):
         coerce: bool = True,
         path: str | None = None,
     ) -> None:
+        if (
+            type(columns) is dict
+            and count is None
+            and structural_shape is None
+            and not targets
+            and attributes is None
+            and (plain := _plain_columns(columns)) is not None
+        ):
+            self._columns, self._count = plain
+            self._structural_shape = self._targets = None
+            self._attributes = {}
+            return
         if columns is not None and not isinstance(columns, Mapping):
             raise InvalidRecord("block columns is a mapping {name: column}", path=path)
         built = {

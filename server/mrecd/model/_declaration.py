@@ -12,7 +12,7 @@ declaration, so the Zarr writer and the LMDB writer refuse the same frames.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Self
 
 from pydantic import (
@@ -34,7 +34,7 @@ from ._block import Block, check_target
 from ._column import Column
 from ._dtypes import CANONICAL, CANONICAL_META, DTYPES, as_column_array, check_dtype_name
 from ._frame import Frame
-from ._precision import check_precision, quantize
+from ._precision import check_precision, quantize, quantize_rows
 from ._typed import META_TAGS, check_tag, coerce_meta, decode_meta, encode_meta
 
 __all__ = [
@@ -44,7 +44,12 @@ __all__ = [
     "ColumnSpec",
     "Declaration",
     "MetaSpec",
+    "Rounded",
 ]
+
+#: Columns rounded ahead for a batch (:meth:`Declaration.round_batch`): the conformed
+#: column of each presented one, by ``(id(column spec), id(presented column))``.
+Rounded = dict[tuple[int, int], Column]
 
 #: Children of ``trajectory/`` owned by the layout (trajectory.md §9).
 RESERVED_BLOCK_NAMES = frozenset({"step", "time", "meta", "box"})
@@ -403,7 +408,43 @@ class Declaration(_Spec):
 
     # -- holding frames to the declaration ------------------------------------------------
 
-    def conform(self, frame: Frame, *, path: str | None = None) -> Frame:
+    def round_batch(self, frames: Sequence[Frame]) -> Rounded:
+        """Round the declared-precision columns of ``frames`` at once, for :meth:`conform`.
+
+        Takes only plain columns (of the declared dtype and trailing shape, unmasked,
+        without their own precision): the ones :meth:`conform` would only round. Checks
+        nothing; :meth:`conform` still holds each frame to the declaration and takes a
+        column's rounding from here. Valid while ``frames`` are alive (keys are ids).
+        """
+        groups: dict[int, tuple[ColumnSpec, list[Column]]] = {}
+        for frame in frames:
+            for name, block in frame._blocks.items():
+                spec = self.blocks.get(name)
+                if spec is None:
+                    continue
+                for column_name, column in block._columns.items():
+                    column_spec = spec.columns.get(column_name)
+                    if (
+                        column_spec is not None
+                        and column_spec.precision is not None
+                        and _plain(column, column_spec)
+                    ):
+                        groups.setdefault(id(column_spec), (column_spec, []))[1].append(column)
+        rounded: Rounded = {}
+        for key, (column_spec, columns) in groups.items():
+            assert column_spec.precision is not None
+            values = [c._values for c in columns]
+            if any(v.shape != values[0].shape for v in values):  # type: ignore[union-attr]
+                continue  # rows of different lengths: conform rounds them one by one
+            # read-only rows made here: no producer holds them (see _owned)
+            stacked = quantize_rows(values, column_spec.precision)  # type: ignore[arg-type]
+            for column, row in zip(columns, stacked, strict=True):
+                rounded[key, id(column)] = Column._trusted(row, "f64")
+        return rounded
+
+    def conform(
+        self, frame: Frame, *, path: str | None = None, rounded: Rounded | None = None
+    ) -> Frame:
         """Hold one presented trajectory frame to this declaration.
 
         Returns the frame as it is stored: columns converted exactly to their
@@ -413,12 +454,14 @@ class Declaration(_Spec):
         undeclared block, column or key, a block missing a declared column, a
         mask on a non-nullable column, a wrong trailing or structural shape, a
         conflicting precision or targets, and an omitted key without a fill.
-        ``step``, ``time`` and ``box`` pass through unchanged.
+        ``step``, ``time`` and ``box`` pass through unchanged. ``rounded`` (from
+        :meth:`round_batch` of a batch holding ``frame``) supplies the rounding.
         """
         if not isinstance(frame, Frame):
             raise InvalidRecord(f"conform takes a Frame, not {type(frame).__name__}", path=path)
         blocks = {
-            name: self._conform_block(name, block, path) for name, block in frame._blocks.items()
+            name: self._conform_block(name, block, path, rounded)
+            for name, block in frame._blocks.items()
         }
         if not self.meta and not frame._meta:  # the common run without per-step meta
             return Frame._trusted(blocks, {}, {}, frame.box, frame.step, frame.time)
@@ -446,7 +489,9 @@ class Declaration(_Spec):
         tags = {k: s.dtype for k, s in self.meta.items()}
         return Frame._trusted(blocks, values, tags, frame.box, frame.step, frame.time)
 
-    def _conform_block(self, name: str, block: Block, path: str | None) -> Block:
+    def _conform_block(
+        self, name: str, block: Block, path: str | None, rounded: Rounded | None
+    ) -> Block:
         where = f"{path}/{name}" if path else name
         spec = self.blocks.get(name)
         if spec is None:
@@ -462,27 +507,29 @@ class Declaration(_Spec):
             want = 1
             for n in spec.structural_shape:
                 want *= n
-            if block.count != want:
+            if block._count != want:
                 raise InvalidRecord(
                     f"block {name!r} declares structural_shape {list(spec.structural_shape)}: every"
-                    f" update holds {want} rows, not {block.count} (trajectory.md §5.2)",
+                    f" update holds {want} rows, not {block._count} (trajectory.md §5.2)",
                     path=where,
                 )
-        if block.structural_shape is not None and block.structural_shape != spec.structural_shape:
+        if block._structural_shape is not None and block._structural_shape != spec.structural_shape:
             raise InvalidRecord(
-                f"structural_shape {list(block.structural_shape)} differs from the declared"
+                f"structural_shape {list(block._structural_shape)} differs from the declared"
                 f" {spec.structural_shape}",
                 path=where,
             )
-        if block.targets and block.targets != (spec.targets or {}):
+        if block._targets and block._targets != (spec.targets or {}):
             raise InvalidRecord(
                 f"targets {block.targets} differ from the declared {spec.targets}", path=where
             )
         columns = {
-            column_name: _conform_column(presented[column_name], column_spec, where, column_name)
+            column_name: _conform_column(
+                presented[column_name], column_spec, where, column_name, rounded
+            )
             for column_name, column_spec in spec.columns.items()
         }
-        return Block._trusted(columns, block.count, spec.structural_shape, spec.targets, None)
+        return Block._trusted(columns, block._count, spec.structural_shape, spec.targets, None)
 
 
 def _refuse_columns(name: str, presented: Any, spec: BlockSpec, where: str) -> None:
@@ -500,19 +547,37 @@ def _refuse_columns(name: str, presented: Any, spec: BlockSpec, where: str) -> N
     )
 
 
-def _conform_column(column: Column, spec: ColumnSpec, block_path: str, name: str) -> Column:
+def _plain(column: Column, spec: ColumnSpec) -> bool:
+    """Whether ``column`` is already what ``spec`` stores, but for the rounding.
+
+    A plain column of the declared dtype (what a producer presents each frame):
+    every check of :func:`_conform_checked` passes on it.
+    """
     values = column._values
-    if (
+    return (
+        values is not None
+        and column._dtype == spec.dtype
+        and column._validity is None
+        and column._precision is None
+        and values.shape[1:] == spec.trailing
+    )
+
+
+def _conform_column(
+    column: Column, spec: ColumnSpec, block_path: str, name: str, done: Rounded | None
+) -> Column:
+    values = column._values
+    if (  # _plain, inline: this runs for every column of every appended frame
         values is not None
         and column._dtype == spec.dtype
         and column._validity is None
         and column._precision is None
         and values.shape[1:] == spec.trailing
     ):
-        # a plain column of the declared dtype (what a producer presents each frame): the
-        # checks below all pass, so only the rounding is left
         if spec.precision is None:
             return column
+        if done is not None and (ahead := done.get((id(spec), id(column)))) is not None:
+            return ahead
         rounded = quantize(values, spec.precision)
         rounded.flags.writeable = False  # made here: no producer holds it (see _owned)
         return Column._trusted(rounded, spec.dtype, None, None)

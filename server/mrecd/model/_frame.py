@@ -45,6 +45,8 @@ BlocksLike = Mapping[str, "Block | Mapping[str, Any]"]
 
 
 def _as_block(name: str, value: Any, path: str | None) -> Block:
+    if type(value) is dict and type(name) is str and name and "/" not in name and name != "box":
+        return Block(value, path=f"{path}/{name}" if path else name)  # the common input first
     where = f"{path}/{name}" if path else name
     if not isinstance(name, str) or not name or "/" in name:
         raise InvalidRecord(
@@ -71,7 +73,7 @@ def _as_box(value: Any, path: str | None) -> Box | None:
 
 
 def _mapping(value: Any, name: str, path: str | None) -> None:
-    if value is not None and not isinstance(value, Mapping):
+    if value is not None and type(value) is not dict and not isinstance(value, Mapping):
         raise InvalidRecord(f"frame {name} is a mapping, not {type(value).__name__}", path=path)
 
 

@@ -9,7 +9,7 @@ frames and store the same sparse updates.
 from __future__ import annotations
 
 import copy
-from collections.abc import KeysView, Mapping
+from collections.abc import Iterable, KeysView, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +19,7 @@ from ..errors import InvalidRecord, StepOrderError
 from ._block import Block
 from ._box import Box
 from ._column import Column
-from ._declaration import Declaration
+from ._declaration import Declaration, Rounded
 from ._frame import Frame, check_block_targets
 
 __all__ = ["SequenceState", "Update", "check_system_alignment"]
@@ -138,7 +138,25 @@ class SequenceState:
 
     # -- the rules ------------------------------------------------------------------------
 
-    def admit(self, frame: Frame, *, path: str | None = None) -> Update:
+    def admit_many(self, frames: Iterable[Frame], *, first: int | None = None) -> list[Update]:
+        """:meth:`admit` each of ``frames`` in turn, the batch's rounding done at once.
+
+        Frame ``i`` is checked as ``admit(frame, path=f"frame {first + i}")`` would
+        check it (``first`` defaults to :attr:`nstep`) and refused with the same
+        error; frames before a refused one stay admitted, so admit a batch that must
+        be all-or-nothing into :meth:`copy`.
+        """
+        batch = list(frames)
+        start = self.nstep if first is None else first
+        rounded = self.declaration.round_batch(batch) if len(batch) > 1 else None
+        seen: dict[str, Block] = {}
+        return [
+            self._admit(frame, f"frame {start + i}", rounded, seen) for i, frame in enumerate(batch)
+        ]
+
+    def admit(
+        self, frame: Frame, *, path: str | None = None, rounded: Rounded | None = None
+    ) -> Update:
         """Check ``frame`` as the next frame and return what it stores.
 
         Refuses (nothing changes): a missing, repeated or decreasing step
@@ -146,9 +164,14 @@ class SequenceState:
         or none where it had one, anything the declaration refuses, a block
         whose row count breaks its system block or its aligned target, an
         unresolved row reference, a cell whose ``cell_defined`` differs from the
-        run's.
+        run's. ``rounded``: the batch's rounding, from :meth:`Declaration.round_batch`.
         """
-        where = path or f"frame {self.nstep}"
+        return self._admit(frame, path or f"frame {self.nstep}", rounded, None)
+
+    def _admit(
+        self, frame: Frame, where: str, rounded: Rounded | None, seen: dict[str, Block] | None
+    ) -> Update:
+        """:meth:`admit`; ``seen``: the blocks the batch's frames before presented, by name."""
         if not isinstance(frame, Frame):
             raise InvalidRecord(f"admit takes a Frame, not {type(frame).__name__}", path=where)
         step = frame.step
@@ -172,13 +195,18 @@ class SequenceState:
                 + " (trajectory.md §1.2)",
                 path=f"{where}.time",
             )
-        conformed = self.declaration.conform(frame, path=where)
+        conformed = self.declaration.conform(frame, path=where, rounded=rounded)
         changed: dict[str, Block] = {}
         current = self.current
         resolved = dict(current)
         for name, block in conformed._blocks.items():
             if self.system:
                 self._check_system_rows(name, block, where)
+            if seen is not None:
+                last, seen[name] = seen.get(name), block
+                if last is not None and _same_memory(last, block):
+                    # what the frame before presented, and it resolved to these bytes
+                    continue
             previous = current.get(name)
             if previous is None or not previous.same_content(block):
                 block = _owned(block)
@@ -276,6 +304,11 @@ def _owned(block: Block) -> Block:
     updates that array in place after appending must not change an update
     that is queued, or the carried state the next frame is compared with.
     """
+    held = block._columns
+    if all(
+        _frozen(c._values) and (c._validity is None or _frozen(c._validity)) for c in held.values()
+    ):
+        return block  # rounded or converted here (the common case): nothing to copy
     columns = {
         name: Column._trusted(
             column.values if _frozen(column.values) else column.values.copy(),
@@ -290,7 +323,40 @@ def _owned(block: Block) -> Block:
     )
 
 
-def _frozen(array: np.ndarray[Any, Any]) -> bool:
+def _same_memory(a: Block, b: Block) -> bool:
+    """Whether ``b``'s columns are ``a``'s arrays (bitwise equal without reading them).
+
+    Two views of the whole of one contiguous array with its shape, strides and dtype
+    hold the same bytes at the same time: the common case of a producer presenting
+    one unchanging array (bonds, ids) in every frame of a batch.
+    """
+    if a._count != b._count or a._columns.keys() != b._columns.keys():
+        return False
+    for name, column in a._columns.items():
+        other = b._columns[name]
+        x, y = column._values, other._values
+        if column._validity is not None or other._validity is not None or x is None or y is None:
+            return False
+        if x is y:
+            continue
+        base = x.base
+        if (
+            base is None
+            or base is not y.base
+            or type(base) is not np.ndarray
+            or not (base.flags.c_contiguous or base.flags.f_contiguous)
+            or x.dtype != base.dtype
+            or y.dtype != base.dtype
+            or x.shape != base.shape
+            or y.shape != base.shape
+            or x.strides != base.strides
+            or y.strides != base.strides
+        ):
+            return False
+    return True
+
+
+def _frozen(array: np.ndarray[Any, Any] | None) -> bool:
     """Whether nobody can change ``array``'s memory: its owner is a read-only array.
 
     Arrays the writer made itself (rounded, converted) are frozen when made;

@@ -606,7 +606,7 @@ class TrajectoryWriter:
         self._raise_failure()
         trial = self.state.copy()
         first = self.nstep + self.pending
-        updates = [trial.admit(f, path=f"frame {first + i}") for i, f in enumerate(frames)]
+        updates = trial.admit_many(frames, first=first)
         self.state = trial
         if producer is not None:
             self.producers.record(producer, first, len(updates))
