@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import gzip
 import math
-import os
 import resource
 import threading
 import zlib
@@ -76,8 +75,10 @@ def _open_shards_budget() -> int:
 
 
 _OPEN_SHARDS: Final = _open_shards_budget()
-#: Native threads of one batch compression (:meth:`ChunkCodec.encode_many`).
-_ZSTD_THREADS: Final = max(1, min(4, os.cpu_count() or 1))
+#: Native threads of one batch compression (:func:`encode_batches`): two, whatever the
+#: machine; the appending thread takes a core of its own, and a commit's ~200 chunks
+#: would not pay for starting more threads per call.
+_ZSTD_THREADS: Final = 2
 _MISSING: Final[Any] = object()
 _VLEN = VLenUTF8()
 
