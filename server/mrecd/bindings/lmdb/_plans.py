@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import json.scanner
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -36,6 +36,7 @@ __all__ = [
     "UpdatePlan",
     "expectations",
     "materialize",
+    "plain_headers",
     "plan",
     "plan_keyed",
     "plan_like",
@@ -305,6 +306,57 @@ def plan_like(buf: bytes, hint: Hint) -> tuple[dict[str, Any], int] | None:
     if template.byte_checks and not _bytes_ok(memoryview(buf)[start:], template.byte_checks):
         return None
     return rest, start
+
+
+def plain_headers(
+    bufs: Sequence[bytes], k: int, hint: Hint, last: int, keys: tuple[str, ...]
+) -> tuple[list[int], list[dict[str, Any]], list[int]]:
+    """Steps, per-step meta documents and payload starts of updates ``bufs[k:]``
+    up to the first one that is not the common plain update: ``hint``'s
+    ``blocks`` text held to its template (the checks of :func:`plan_like`), a
+    header of only ``meta`` with exactly ``keys`` in that order and an integer
+    ``step`` above the one before (``last`` for update ``k``) and within i64.
+
+    One loop over a record's updates: the checks are :func:`plan_like`'s and
+    the plain-header ones, without a call and its tuples per update.
+    """
+    prefix = hint.prefix
+    cut = 8 + len(prefix)
+    need = hint.template.need
+    checks = hint.template.byte_checks
+    steps: list[int] = []
+    metas: list[dict[str, Any]] = []
+    starts: list[int] = []
+    for j in range(k, len(bufs)):
+        buf = bufs[j]
+        if not buf.startswith(prefix, 8) or not buf.startswith(b"MRF1"):
+            break
+        end = 8 + _PREFIX.unpack_from(buf)[1]
+        start = end + (-end & 7)
+        if end <= cut or len(buf) - start < need or buf[cut] != _COMMA:
+            break
+        try:
+            text = "{" + buf[cut + 1 : end].decode()
+            rest, stop = _SCAN(text, 0)
+        except (ValueError, RecursionError, StopIteration):
+            break
+        if stop != len(text) or type(rest) is not dict or len(rest) != 2:
+            break
+        step, meta = rest.get("step"), rest.get("meta")
+        if type(step) is not int or not last < step <= _I64_MAX:
+            break
+        if type(meta) is not dict or tuple(meta) != keys:
+            break
+        if checks and not _bytes_ok(memoryview(buf)[start:], checks):
+            break
+        last = step
+        steps.append(step)
+        metas.append(meta)
+        starts.append(start)
+    return steps, metas, starts
+
+
+_I64_MAX: Final = 2**63 - 1
 
 
 #: The C scanner ``decode`` runs (typeshed types its argument as the scanner itself).
