@@ -22,7 +22,7 @@ import json.scanner
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import numpy as np
 
@@ -39,6 +39,7 @@ __all__ = [
     "plain_headers",
     "plan",
     "plan_keyed",
+    "plan_known",
     "plan_like",
 ]
 
@@ -57,10 +58,13 @@ ColumnPlan = tuple[str, str, Any, int, tuple[int, ...] | None, int, int | None]
 Blocks = dict[str, tuple[int, tuple[ColumnPlan, ...]]]
 
 
-@dataclass(frozen=True, slots=True)
-class UpdatePlan:
+class UpdatePlan(NamedTuple):
     """A checked update: its size in bytes, where its payload starts and, per
-    block, its row count and columns."""
+    block, its row count and columns.
+
+    A named tuple: one is made per update a walk reads, where a frozen
+    dataclass's ``__init__`` cost as much as the update's other checks.
+    """
 
     size: int
     start: int
@@ -257,11 +261,10 @@ def plan_keyed(
     return header, UpdatePlan(size, start, template.blocks, template.plain), hint
 
 
-@dataclass(frozen=True, slots=True)
-class Hint:
+class Hint(NamedTuple):
     """A checked ``blocks`` text as the bytes an update's header starts with
     (``{"blocks":`` and the text), and its template: the next update of a
-    record usually carries the same text."""
+    record usually carries the same text (a named tuple: one per record read)."""
 
     prefix: bytes
     template: Template
@@ -306,6 +309,32 @@ def plan_like(buf: bytes, hint: Hint) -> tuple[dict[str, Any], int] | None:
     if template.byte_checks and not _bytes_ok(memoryview(buf)[start:], template.byte_checks):
         return None
     return rest, start
+
+
+def plan_known(
+    buf: bytes, hints: Mapping[bytes, Hint]
+) -> tuple[dict[str, Any], UpdatePlan, Hint] | None:
+    """:func:`plan_keyed`'s answer for an update whose ``blocks`` text is one
+    of ``hints`` (checked before, in any record), found without parsing that
+    text; ``None`` otherwise (the caller plans it whole).
+
+    The candidate text ends where ``,"meta":`` first follows ``{"blocks":``
+    in the header. A hint's text is a whole JSON value, so a header starting
+    with it holds exactly those blocks, wherever the candidate was cut; the
+    rest is :func:`plan_like`'s. A miss (another first key, a column named
+    ``meta``) only costs the lookup.
+    """
+    if len(buf) < 18:
+        return None
+    end = buf.find(b',"meta":', 18, 8 + _PREFIX.unpack_from(buf)[1])
+    hint = hints.get(buf[8:end]) if end > 0 else None
+    if hint is None:
+        return None
+    got = plan_like(buf, hint)
+    if got is None:
+        return None
+    template = hint.template
+    return got[0], UpdatePlan(len(buf), got[1], template.blocks, template.plain), hint
 
 
 def plain_headers(

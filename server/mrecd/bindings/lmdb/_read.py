@@ -44,6 +44,7 @@ from ._plans import (
     plain_headers,
     plan,
     plan_keyed,
+    plan_known,
     plan_like,
 )
 
@@ -89,6 +90,8 @@ class Expected:
     fast: dict[str, dict[str, Expect]] = field(default_factory=dict)
     #: checked ``blocks`` header texts (grows as updates are read; see ``_plans``)
     templates: dict[str, Template] = field(default_factory=dict, compare=False)
+    #: the same as header prefixes (``{"blocks":`` and the text), for :func:`plan_known`
+    hints: dict[bytes, Hint] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, declaration: Declaration) -> Expected:
@@ -268,6 +271,8 @@ def decode_step_meta(raw: dict[str, Any], tags: dict[str, str], where: str) -> d
 
 
 _I64_MAX: Final = 2**63 - 1
+#: Checked ``blocks`` texts kept as hints per declaration (as ``_plans`` keeps templates).
+_MAX_HINTS: Final = 4096
 _IMMUTABLE: Final = (float, int, str, bool, type(None))
 
 
@@ -985,7 +990,8 @@ class _Walker:
                 self._hold(known, buf, k, held)
                 return known.blocks, True
         view, layout = self.view, self.folder.layout
-        planned = plan_keyed(buf, view.expect.fast, view.expect.templates)
+        expect = view.expect
+        planned = plan_known(buf, expect.hints) or plan_keyed(buf, expect.fast, expect.templates)
         if planned is None:
             self.hint = self.last = None
             blocks, header, _ = _decode_whole(buf, view, layout, k)
@@ -995,6 +1001,8 @@ class _Walker:
             held.hold(k, blocks)
             return blocks, False
         header, known, self.hint = planned
+        if self.hint is not None and len(expect.hints) < _MAX_HINTS:
+            expect.hints.setdefault(self.hint.prefix, self.hint)  # one C call: thread-safe
         self.last = known
         layout.plans[k] = known
         self.folder.add_planned(k, header, known)
