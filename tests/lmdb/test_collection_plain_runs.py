@@ -17,7 +17,7 @@ from collection_helpers import X0, atoms, frame, new, rewrite_frame_value, syste
 from test_collection_update_plans import EXPECTED, PAYLOAD, xyz
 
 import mrecd
-from mrecd.bindings.lmdb import frame_key
+from mrecd.bindings.lmdb import frame_key, system_key
 from mrecd.bindings.lmdb._plans import plain_headers, plan_keyed, plan_known
 
 
@@ -143,3 +143,48 @@ def test_a_non_finite_or_integer_meta_inside_a_run_is_decoded_as_declared(
         (record,) = col.read_many([0])
         pe = [f.meta["pe"] for f in record.trajectory]
     assert pe == [-1.0, -2.0, -3.0, -4.0] and type(pe[2]) is float
+
+
+def _timed(n: int) -> list[mrecd.Frame]:
+    return [
+        mrecd.Frame({"atoms": atoms(X0, k)}, meta={"pe": -1.0 - k}, step=k, time=0.5 * k)
+        for k in range(n)
+    ]
+
+
+def test_a_first_update_of_a_known_text_is_read_as_the_long_way_reads_it(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.mrec.lmdb"
+    with new(path) as col:
+        col.append({"system": system(), "trajectory": _record([4] * 3)})
+        col.append({"system": system(), "trajectory": _record([4] * 5)})
+        col.append({"system": system(), "trajectory": _timed(3)})  # not plain: times
+    with mrecd.open_collection(path) as col:
+        records = col.read_many([0, 1, 2])  # records 1 and 2 start from a known text
+        for r, record in enumerate(records):
+            assert list(record.trajectory) == [
+                col[r].trajectory[i] for i in range(len(record.trajectory))
+            ]
+        assert [f.time for f in records[2].trajectory] == [0.0, 0.5, 1.0]
+        assert [f.step for f in records[1].trajectory] == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("known", [True, False])
+def test_a_first_update_of_a_known_text_is_held_to_the_system_rows(
+    tmp_path: Path, known: bool
+) -> None:
+    path = tmp_path / "runs.mrec.lmdb"
+    with new(path) as col:
+        col.append({"system": system(), "trajectory": _record([4] * 3)})
+        col.append({"system": system(), "trajectory": _record([4] * 3)})
+
+    def three_atoms(blocks: dict[str, Any], head: dict[str, Any]) -> tuple[Any, Any]:
+        return {"atoms": mrecd.Block({"element": np.array(["O", "O", "H"])})}, head
+
+    rewrite_frame_value(path, system_key(1), three_atoms)
+    with mrecd.open_collection(path) as col:
+        if known:
+            col.read_many([0])  # record 1's blocks text is now known
+        with pytest.raises(mrecd.InvalidRecord, match="same-named blocks align"):
+            col.read_many([1])

@@ -35,6 +35,7 @@ __all__ = [
     "Template",
     "UpdatePlan",
     "expectations",
+    "known_hint",
     "materialize",
     "plain_headers",
     "plan",
@@ -311,6 +312,16 @@ def plan_like(buf: bytes, hint: Hint) -> tuple[dict[str, Any], int] | None:
     return rest, start
 
 
+def known_hint(buf: bytes, hints: Mapping[bytes, Hint]) -> Hint | None:
+    """The hint of ``hints`` whose ``blocks`` text the header of ``buf``
+    starts with, found without parsing it (see :func:`plan_known`; nothing of
+    the rest of the header or the payload is checked here); ``None``: none."""
+    if len(buf) < 18:
+        return None
+    end = buf.find(b',"meta":', 18, 8 + _PREFIX.unpack_from(buf)[1])
+    return hints.get(buf[8:end]) if end > 0 else None
+
+
 def plan_known(
     buf: bytes, hints: Mapping[bytes, Hint]
 ) -> tuple[dict[str, Any], UpdatePlan, Hint] | None:
@@ -324,10 +335,7 @@ def plan_known(
     rest is :func:`plan_like`'s. A miss (another first key, a column named
     ``meta``) only costs the lookup.
     """
-    if len(buf) < 18:
-        return None
-    end = buf.find(b',"meta":', 18, 8 + _PREFIX.unpack_from(buf)[1])
-    hint = hints.get(buf[8:end]) if end > 0 else None
+    hint = known_hint(buf, hints)
     if hint is None:
         return None
     got = plan_like(buf, hint)

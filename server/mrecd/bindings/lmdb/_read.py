@@ -40,6 +40,7 @@ from ._plans import (
     Template,
     UpdatePlan,
     expectations,
+    known_hint,
     materialize,
     plain_headers,
     plan,
@@ -271,6 +272,7 @@ def decode_step_meta(raw: dict[str, Any], tags: dict[str, str], where: str) -> d
 
 
 _I64_MAX: Final = 2**63 - 1
+_I64_MIN: Final = -(2**63)
 #: Checked ``blocks`` texts kept as hints per declaration (as ``_plans`` keeps templates).
 _MAX_HINTS: Final = 4096
 _IMMUTABLE: Final = (float, int, str, bool, type(None))
@@ -744,7 +746,8 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, HeldFrames]:
     counts: dict[str, int] = {}
     general: dict[str, Block] = {}  #: resolved blocks decoded by the general decoder
     short = view.molrec_version != 1  # version 1's rule reads every update's blocks
-    k, n = 0, view.n_frames
+    n = view.n_frames
+    k, sources = _first_run(walker, held, counts) if short and n else (0, sources)
     while k < n:
         if short:
             k, sources = _plain_run(walker, k, sources, held)
@@ -807,12 +810,55 @@ def _plain_run(
     steps = layout.steps
     if hint is None or walker.ids or not steps or layout.times is not None or layout.boxes[0]:
         return k, sources
-    tags = walker.view.expect.tags
-    got, raws, starts = plain_headers(held.bufs, k, hint, steps[-1], tuple(tags))
+    run = plain_headers(held.bufs, k, hint, steps[-1], tuple(walker.view.expect.tags))
+    return _fold_run(walker, k, sources, held, run)
+
+
+def _first_run(
+    walker: _Walker, held: HeldFrames, counts: dict[str, int]
+) -> tuple[int, dict[str, int]]:
+    """:func:`_plain_run` from update 0, when its ``blocks`` text was checked
+    before (:func:`known_hint`), holds no ``id`` column and its header is
+    plain: its checks are then a run's with any i64 step (no times, no cell,
+    the declared per-step keys), and the rules of a first update of plain
+    blocks are its row counts against the system and the aligned blocks.
+    Returns where the run stopped (0: update 0 goes the long way) and the
+    sources in force there; ``counts`` gets update 0's row counts."""
+    view, layout = walker.view, walker.folder.layout
+    hint = known_hint(held.bufs[0], view.expect.hints)
+    if hint is None or any(c[0] == "id" for _, cols in hint.template.blocks.values() for c in cols):
+        return 0, {}
+    run = plain_headers(held.bufs, 0, hint, _I64_MIN - 1, tuple(view.expect.tags))
+    if not run[0]:
+        return 0, {}
+    names = hint.template.blocks
+    first = {name: count for name, (count, _) in names.items()}
+    if view.expect.aligned or view.system is not None:
+        _check_counts(view, first, f"{view.path}[0]")
+    counts.update(first)
+    for name in names:
+        layout.updates[name] = ([], [])
+    walker.hint, walker.counts = hint, first
+    sources = {name: 0 for name in view.declaration.blocks if name in names}
+    return _fold_run(walker, 0, sources, held, run)
+
+
+def _fold_run(
+    walker: _Walker,
+    k: int,
+    sources: dict[str, int],
+    held: HeldFrames,
+    run: tuple[list[int], list[dict[str, Any]], list[int]],
+) -> tuple[int, dict[str, int]]:
+    """Fold a run of checked plain updates from ``k`` (:func:`plain_headers`'s
+    answer) into the layout and ``held``; where it stopped and the sources then."""
+    got, raws, starts = run
     stop = k + len(got)
     if stop == k:
         return k, sources
-    template = hint.template
+    layout, hint = walker.folder.layout, walker.hint
+    assert hint is not None  # a run is read against the hint
+    steps, tags, template = layout.steps, walker.view.expect.tags, hint.template
     walker.last = _plans_of(layout, held.bufs, k, starts, template, walker.last)
     walker.blocks = {}
     steps.extend(got)
