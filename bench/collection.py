@@ -15,8 +15,10 @@ same run on the same data:
 
 Appends are timed one per synced transaction twice, around R = 1,000 and at
 the end of the file, as the median append (a shared disk's sync stalls hit
-single commits). The machine is shared and noisy: each read figure is the
-best of several rounds; read the ratios. ``MRECD_BENCH_RECORDS`` sets the
+single commits). The machine is shared and noisy: each single-read figure is
+the median of rounds taking turns with the floor (same loop shape: one call
+per read, results kept; a warm-up round first; the collector on for both,
+run between timings); read the ratios. ``MRECD_BENCH_RECORDS`` sets the
 size (default 20,000; ``1000000`` for the issue-13 run: 50 minutes on the
 shared 2-core machine at a load of 5-11, a 24 GB file plus 15 GB for the
 compacted copy, 175 MB of heap). Run: ``python -m bench collection``.
@@ -48,7 +50,7 @@ N_RECORDS = int(os.environ.get("MRECD_BENCH_RECORDS", "20000"))
 SMALL_R = 1000
 APPENDS = 300
 CHUNK = 1000
-ROUNDS = 5
+ROUNDS = 7
 READS_PER_ROUND = 4000
 BATCH = 256
 N_BATCHES = 20
@@ -100,9 +102,13 @@ def _records(start: int, stop: int) -> tuple[list[mrecd.Record], int]:
 
 
 def _timed(fn: Callable[[], Any]) -> float:
+    """Seconds of ``fn()``; what it returns is dropped after the clock stops (freeing a
+    batch of frames is not part of reading them)."""
     start = time.perf_counter()
-    fn()
-    return time.perf_counter() - start
+    out = fn()
+    seconds = time.perf_counter() - start
+    del out
+    return seconds
 
 
 def _table(header: Row, rows: list[Row]) -> None:
@@ -321,7 +327,19 @@ def _plan(
     return plan
 
 
-def _floor_round(env: Any, plan: list[tuple[bytes, int, list[int]]]) -> None:
+def _floor_round(env: Any, plan: list[tuple[bytes, int, list[int]]]) -> list[Any]:
+    def read(key: bytes, n: int, offsets: list[int]) -> tuple[Any, ...]:
+        with env.begin() as txn:
+            value = txn.get(key)
+            return tuple(np.frombuffer(value, np.float64, n, at) for at in offsets)
+
+    # The loop of the mrecd cases: one call per read, the results kept in a list.
+    return [read(key, n, offsets) for key, n, offsets in plan]
+
+
+def _floor_dropped(env: Any, plan: list[tuple[bytes, int, list[int]]]) -> None:
+    """The floor of earlier sessions: each array dropped at once (its memory reused
+    by the next, which no caller that keeps its frames gets)."""
     for key, n, offsets in plan:
         with env.begin() as txn:
             value = txn.get(key)
@@ -330,13 +348,18 @@ def _floor_round(env: Any, plan: list[tuple[bytes, int, list[int]]]) -> None:
 
 
 def _interleaved(cases: dict[str, Callable[[int], Any]]) -> dict[str, float]:
-    """Best time of each case over the rounds, the cases taking turns within a
-    round so that a change of load on the shared machine hits them alike."""
-    best = dict.fromkeys(cases, float("inf"))
-    for k in range(ROUNDS):
+    """Median time of each case over the rounds, after a warm-up round, the cases
+    taking turns within a round so that a change of load on the shared machine
+    hits them alike. The collector runs between timings, never inside one's
+    garbage of the case before (it stays on: a loader runs with it)."""
+    times: dict[str, list[float]] = {name: [] for name in cases}
+    for k in range(-1, ROUNDS):
         for name, fn in cases.items():
-            best[name] = min(best[name], _timed(lambda fn=fn, k=k: fn(k)))
-    return best
+            gc.collect()
+            seconds = _timed(lambda fn=fn, k=k: fn(max(k, 0)))
+            if k >= 0:
+                times[name].append(seconds)
+    return {name: statistics.median(t) for name, t in times.items()}
 
 
 def _single_reads(path: Path) -> list[Row]:
@@ -366,6 +389,7 @@ def _single_reads(path: Path) -> list[Row]:
     t = _interleaved(
         {
             "floor": lambda k: _floor_round(env, plans[k]),
+            "dropped": lambda k: _floor_dropped(env, plans[k]),
             "warm": lambda k: [col[r].trajectory[i] for r, i in rounds[k]],
             "held": lambda k: [tr[i] for tr, (_, i) in pairs(k)],
             "record": lambda k: [col[r] for r, _ in rounds[k]],
@@ -379,7 +403,8 @@ def _single_reads(path: Path) -> list[Row]:
         return (label, f"{n / seconds:,.0f}", f"{seconds / n * 1e6:.1f}", f"{seconds / floor:.1f}")
 
     return [
-        row("floor: txn.get + np.frombuffer x, y, z", floor),
+        row("floor: txn.get + np.frombuffer x, y, z (arrays kept)", floor),
+        row("floor, each array dropped at once (earlier sessions' floor)", t["dropped"]),
         row("col[r].trajectory[i], nothing cached (fresh open)", t_cold),
         row("col[r].trajectory[i], record layouts and systems cached", t["warm"]),
         row("trajectory[i] on a held trajectory", t["held"]),
@@ -420,27 +445,41 @@ def _batch_reads(path: Path) -> list[Row]:
                     plan.append((key, n, [start, start + 8 * n, start + 16 * n] if n else []))
             plans.append(plan)
 
-    def floor_batch(plan: list[tuple[bytes, int, list[int]]]) -> None:
+    def floor_batch(plan: list[tuple[bytes, int, list[int]]]) -> list[Any]:
+        with env.begin() as txn:  # the arrays kept, as read_many's records are
+            return [
+                np.frombuffer(txn.get(key), np.float64, n, at)
+                for key, n, offsets in plan
+                for at in offsets
+            ]
+
+    def touched(batch: list[int]) -> list[Any]:
+        # Every Frame built and an array taken, as a loader uses them.
+        return [f["atoms"]["x"].values for rec in col.read_many(batch) for f in rec.trajectory]
+
+    def dropped_batch(plan: list[tuple[bytes, int, list[int]]]) -> None:
         with env.begin() as txn:
             for key, n, offsets in plan:
                 value = txn.get(key)
                 for offset in offsets:
                     np.frombuffer(value, np.float64, n, offset)
 
-    def touched(batch: list[int]) -> list[Any]:
-        # Every Frame built and an array taken, as a loader uses them.
-        return [f["atoms"]["x"].values for rec in col.read_many(batch) for f in rec.trajectory]
-
-    names = ("floor", "loaded", "again", "touched", "lazy")
+    names = ("floor", "loaded", "again", "touched", "lazy", "dropped")
     times: dict[str, list[float]] = {k: [] for k in names}
+
+    def turn(fn: Callable[[], Any]) -> float:
+        gc.collect()  # not inside a timing: the garbage of the one before
+        return _timed(fn)
+
     for plan, batch in zip(plans, batches, strict=True):  # taking turns, as _interleaved
-        times["floor"].append(_timed(lambda p=plan: floor_batch(p)))
+        times["floor"].append(turn(lambda p=plan: floor_batch(p)))
+        times["dropped"].append(turn(lambda p=plan: dropped_batch(p)))
         _forget_records(col)  # nothing of these records is known: every update is checked
-        times["loaded"].append(_timed(lambda b=batch, c=col: c.read_many(b)))
-        times["again"].append(_timed(lambda b=batch, c=col: c.read_many(b)))
-        times["touched"].append(_timed(lambda b=batch: touched(b)))
-        times["lazy"].append(_timed(lambda b=batch, c=col: c.read_many(b, frames=False)))
-    floor, loaded, again, touch, lazy = (statistics.median(times[k]) for k in names)
+        times["loaded"].append(turn(lambda b=batch, c=col: c.read_many(b)))
+        times["again"].append(turn(lambda b=batch, c=col: c.read_many(b)))
+        times["touched"].append(turn(lambda b=batch: touched(b)))
+        times["lazy"].append(turn(lambda b=batch, c=col: c.read_many(b, frames=False)))
+    floor, loaded, again, touch, lazy, dropped = (statistics.median(times[k]) for k in names)
     frames = statistics.mean(sum(int(counts[r]) for r in b) for b in batches)
     col.close()
 
@@ -449,7 +488,8 @@ def _batch_reads(path: Path) -> list[Row]:
         return (label, f"{seconds * 1e3:.2f}", rate, f"{seconds / floor:.1f}")
 
     return [
-        row("floor: txn.get of every value + np.frombuffer of every column", floor),
+        row("floor: txn.get of every value + np.frombuffer of every column (arrays kept)", floor),
+        row("floor, arrays dropped at once (earlier sessions' floor)", dropped),
         row("read_many(256 records): first read in this process, every update checked", loaded),
         row("read_many(256 records) again: read and checked before (sizes checked)", again),
         row("read_many(256 records) again, then every frame's x (each Frame built)", touch),
@@ -487,7 +527,7 @@ def main() -> None:
         gc.collect()
         density = _density(path, build.atom_frames)
         print(
-            f"### Random frame reads (best of {ROUNDS} rounds of {READS_PER_ROUND:,},"
+            f"### Random frame reads (median of {ROUNDS} rounds of {READS_PER_ROUND:,},"
             " one process)\n"
         )
         _table(("read", "reads/s", "µs/read", "ratio to floor"), _single_reads(path))

@@ -20,9 +20,9 @@ from __future__ import annotations
 import json
 import json.scanner
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import numpy as np
 
@@ -35,9 +35,12 @@ __all__ = [
     "Template",
     "UpdatePlan",
     "expectations",
+    "known_hint",
     "materialize",
+    "plain_headers",
     "plan",
     "plan_keyed",
+    "plan_known",
     "plan_like",
 ]
 
@@ -56,10 +59,13 @@ ColumnPlan = tuple[str, str, Any, int, tuple[int, ...] | None, int, int | None]
 Blocks = dict[str, tuple[int, tuple[ColumnPlan, ...]]]
 
 
-@dataclass(frozen=True, slots=True)
-class UpdatePlan:
+class UpdatePlan(NamedTuple):
     """A checked update: its size in bytes, where its payload starts and, per
-    block, its row count and columns."""
+    block, its row count and columns.
+
+    A named tuple: one is made per update a walk reads, where a frozen
+    dataclass's ``__init__`` cost as much as the update's other checks.
+    """
 
     size: int
     start: int
@@ -256,11 +262,10 @@ def plan_keyed(
     return header, UpdatePlan(size, start, template.blocks, template.plain), hint
 
 
-@dataclass(frozen=True, slots=True)
-class Hint:
+class Hint(NamedTuple):
     """A checked ``blocks`` text as the bytes an update's header starts with
     (``{"blocks":`` and the text), and its template: the next update of a
-    record usually carries the same text."""
+    record usually carries the same text (a named tuple: one per record read)."""
 
     prefix: bytes
     template: Template
@@ -305,6 +310,90 @@ def plan_like(buf: bytes, hint: Hint) -> tuple[dict[str, Any], int] | None:
     if template.byte_checks and not _bytes_ok(memoryview(buf)[start:], template.byte_checks):
         return None
     return rest, start
+
+
+def known_hint(buf: bytes, hints: Mapping[bytes, Hint]) -> Hint | None:
+    """The hint of ``hints`` whose ``blocks`` text the header of ``buf``
+    starts with, found without parsing it (see :func:`plan_known`; nothing of
+    the rest of the header or the payload is checked here); ``None``: none."""
+    if len(buf) < 18:
+        return None
+    end = buf.find(b',"meta":', 18, 8 + _PREFIX.unpack_from(buf)[1])
+    return hints.get(buf[8:end]) if end > 0 else None
+
+
+def plan_known(
+    buf: bytes, hints: Mapping[bytes, Hint]
+) -> tuple[dict[str, Any], UpdatePlan, Hint] | None:
+    """:func:`plan_keyed`'s answer for an update whose ``blocks`` text is one
+    of ``hints`` (checked before, in any record), found without parsing that
+    text; ``None`` otherwise (the caller plans it whole).
+
+    The candidate text ends where ``,"meta":`` first follows ``{"blocks":``
+    in the header. A hint's text is a whole JSON value, so a header starting
+    with it holds exactly those blocks, wherever the candidate was cut; the
+    rest is :func:`plan_like`'s. A miss (another first key, a column named
+    ``meta``) only costs the lookup.
+    """
+    hint = known_hint(buf, hints)
+    if hint is None:
+        return None
+    got = plan_like(buf, hint)
+    if got is None:
+        return None
+    template = hint.template
+    return got[0], UpdatePlan(len(buf), got[1], template.blocks, template.plain), hint
+
+
+def plain_headers(
+    bufs: Sequence[bytes], k: int, hint: Hint, last: int, keys: tuple[str, ...]
+) -> tuple[list[int], list[dict[str, Any]], list[int]]:
+    """Steps, per-step meta documents and payload starts of updates ``bufs[k:]``
+    up to the first one that is not the common plain update: ``hint``'s
+    ``blocks`` text held to its template (the checks of :func:`plan_like`), a
+    header of only ``meta`` with exactly ``keys`` in that order and an integer
+    ``step`` above the one before (``last`` for update ``k``) and within i64.
+
+    One loop over a record's updates: the checks are :func:`plan_like`'s and
+    the plain-header ones, without a call and its tuples per update.
+    """
+    prefix = hint.prefix
+    cut = 8 + len(prefix)
+    need = hint.template.need
+    checks = hint.template.byte_checks
+    steps: list[int] = []
+    metas: list[dict[str, Any]] = []
+    starts: list[int] = []
+    for j in range(k, len(bufs)):
+        buf = bufs[j]
+        if not buf.startswith(prefix, 8) or not buf.startswith(b"MRF1"):
+            break
+        end = 8 + _PREFIX.unpack_from(buf)[1]
+        start = end + (-end & 7)
+        if end <= cut or len(buf) - start < need or buf[cut] != _COMMA:
+            break
+        try:
+            text = "{" + buf[cut + 1 : end].decode()
+            rest, stop = _SCAN(text, 0)
+        except (ValueError, RecursionError, StopIteration):
+            break
+        if stop != len(text) or type(rest) is not dict or len(rest) != 2:
+            break
+        step, meta = rest.get("step"), rest.get("meta")
+        if type(step) is not int or not last < step <= _I64_MAX:
+            break
+        if type(meta) is not dict or tuple(meta) != keys:
+            break
+        if checks and not _bytes_ok(memoryview(buf)[start:], checks):
+            break
+        last = step
+        steps.append(step)
+        metas.append(meta)
+        starts.append(start)
+    return steps, metas, starts
+
+
+_I64_MAX: Final = 2**63 - 1
 
 
 #: The C scanner ``decode`` runs (typeshed types its argument as the scanner itself).

@@ -40,9 +40,12 @@ from ._plans import (
     Template,
     UpdatePlan,
     expectations,
+    known_hint,
     materialize,
+    plain_headers,
     plan,
     plan_keyed,
+    plan_known,
     plan_like,
 )
 
@@ -88,6 +91,8 @@ class Expected:
     fast: dict[str, dict[str, Expect]] = field(default_factory=dict)
     #: checked ``blocks`` header texts (grows as updates are read; see ``_plans``)
     templates: dict[str, Template] = field(default_factory=dict, compare=False)
+    #: the same as header prefixes (``{"blocks":`` and the text), for :func:`plan_known`
+    hints: dict[bytes, Hint] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, declaration: Declaration) -> Expected:
@@ -155,7 +160,7 @@ class Layout:
     #: per frame what :class:`HeldFrames` holds beside the bytes, when a walk
     #: checked every update against a plan and every frame's meta is held
     #: immutable: a later walk of the record only reads the values (:func:`rewalk`)
-    walked: list[Any] | None = None
+    walked: Walked | None = None
 
     @property
     def known(self) -> int:
@@ -267,6 +272,9 @@ def decode_step_meta(raw: dict[str, Any], tags: dict[str, str], where: str) -> d
 
 
 _I64_MAX: Final = 2**63 - 1
+_I64_MIN: Final = -(2**63)
+#: Checked ``blocks`` texts kept as hints per declaration (as ``_plans`` keeps templates).
+_MAX_HINTS: Final = 4096
 _IMMUTABLE: Final = (float, int, str, bool, type(None))
 
 
@@ -723,40 +731,30 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, HeldFrames]:
     equality and row references only at frames that update a block, and row
     counts and references not again at an update with the same checked
     ``blocks`` text as the one before it (same blocks, same counts, no
-    references of its own: the resolved frame's counts are unchanged). The
-    frames are held as checked bytes and built when first asked for.
+    references of its own: the resolved frame's counts are unchanged). Runs
+    of such updates with plain headers are checked in one loop
+    (:func:`_plain_run`). The frames are held as checked bytes and built when
+    first asked for.
     """
     declared = list(view.declaration.blocks)
     tags = view.expect.tags
     layout = Layout()
     rules = bool(view.expect.aligned) or view.system is not None
+    held = HeldFrames([bytes(value) for _, value in _values(txn, view)], tags)
     walker = _Walker(view, layout)
-    held = HeldFrames(view.n_frames, tags)
     sources: dict[str, int] = {}  #: block -> the update it resolves from
     counts: dict[str, int] = {}
     general: dict[str, Block] = {}  #: resolved blocks decoded by the general decoder
-    path = view.path
-    parts = held.parts
     short = view.molrec_version != 1  # version 1's rule reads every update's blocks
-    for k, value in _values(txn, view):
-        buf = bytes(value)
-        raw = walker.plain(buf, k, held) if short else None
-        if raw is not None:  # same blocks text as update k - 1, a plain header: checked
-            names = walker.last.blocks  # type: ignore[union-attr]
-            sources = (
-                dict.fromkeys(sources, k)
-                if len(names) == len(sources)
-                else (sources | dict.fromkeys(names, k))
-            )
-            meta = _plain_reals(raw, tags)
-            if meta is None:
-                meta = step_meta(layout, k, tags, f"{path}[{k}]")
-            else:
-                layout.meta_values[k] = meta
-            parts.append((sources, meta, None, layout.steps[k], None))
-            continue
-        names, same = walker.decode(buf, k, held)
-        where = f"{path}[{k}]"
+    n = view.n_frames
+    k, sources = _first_run(walker, held, counts) if short and n else (0, sources)
+    while k < n:
+        if short:
+            k, sources = _plain_run(walker, k, sources, held)
+            if k == n:
+                break
+        names, same = walker.decode(held.bufs[k], k, held)
+        where = f"{view.path}[{k}]"
         if names:
             if same:
                 sources = (
@@ -778,20 +776,148 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, HeldFrames]:
                     if name in names or name in sources
                 }
                 if rules:
-                    _check_counts(view, {n: counts[n] for n in sources}, where)
+                    _check_counts(view, {name: counts[name] for name in sources}, where)
                 _check_targets(view, general, counts, where)
             if walker.blocks and view.system is not None:
                 _check_ids(view, walker.blocks, where)
             if view.molrec_version == 1:
                 check_v1_frame(walker.blocks, where)
-        meta = step_meta(layout, k, tags, where)
-        time = None if layout.times is None else layout.times[k]
+        held.sources.append(sources)
+        held.metas.append(step_meta(layout, k, tags, where))
         box = layout.box(k) if layout.boxes[0] else None
-        parts.append((sources, meta, box, layout.steps[k], time))
-    layout.checked.update(range(view.n_frames))
-    if len(layout.plans) == view.n_frames and len(layout.meta_values) == view.n_frames:
-        layout.walked = parts  # never changed from here on
+        if box is not None:
+            held.boxes[k] = box
+        k += 1
+    layout.checked.update(range(n))
+    held.plans = [layout.plans.get(k) for k in range(n)]
+    held.steps, held.times = layout.steps, layout.times
+    if len(layout.plans) == n and len(layout.meta_values) == n:
+        layout.walked = held.walked()  # never changed from here on
     return layout, held
+
+
+def _plain_run(
+    walker: _Walker, k: int, sources: dict[str, int], held: HeldFrames
+) -> tuple[int, dict[str, int]]:
+    """Updates ``k, k + 1, ...`` while each is the common one of a record (see
+    :func:`plain_headers`): the previous update's ``blocks`` text (checked
+    then), a header of only ``meta`` and ``step``, no times and no cell in the
+    record so far, no ``id`` column; checked in one loop and folded into the
+    layout at once. Returns where the run stopped and the sources in force
+    there (the resolved-frame rules do not change inside a run: same blocks,
+    same counts, no references of their own)."""
+    hint, layout = walker.hint, walker.folder.layout
+    steps = layout.steps
+    if hint is None or walker.ids or not steps or layout.times is not None or layout.boxes[0]:
+        return k, sources
+    run = plain_headers(held.bufs, k, hint, steps[-1], tuple(walker.view.expect.tags))
+    return _fold_run(walker, k, sources, held, run)
+
+
+def _first_run(
+    walker: _Walker, held: HeldFrames, counts: dict[str, int]
+) -> tuple[int, dict[str, int]]:
+    """:func:`_plain_run` from update 0, when its ``blocks`` text was checked
+    before (:func:`known_hint`), holds no ``id`` column and its header is
+    plain: its checks are then a run's with any i64 step (no times, no cell,
+    the declared per-step keys), and the rules of a first update of plain
+    blocks are its row counts against the system and the aligned blocks.
+    Returns where the run stopped (0: update 0 goes the long way) and the
+    sources in force there; ``counts`` gets update 0's row counts."""
+    view, layout = walker.view, walker.folder.layout
+    hint = known_hint(held.bufs[0], view.expect.hints)
+    if hint is None or any(c[0] == "id" for _, cols in hint.template.blocks.values() for c in cols):
+        return 0, {}
+    run = plain_headers(held.bufs, 0, hint, _I64_MIN - 1, tuple(view.expect.tags))
+    if not run[0]:
+        return 0, {}
+    names = hint.template.blocks
+    first = {name: count for name, (count, _) in names.items()}
+    if view.expect.aligned or view.system is not None:
+        _check_counts(view, first, f"{view.path}[0]")
+    counts.update(first)
+    for name in names:
+        layout.updates[name] = ([], [])
+    walker.hint, walker.counts = hint, first
+    sources = {name: 0 for name in view.declaration.blocks if name in names}
+    return _fold_run(walker, 0, sources, held, run)
+
+
+def _fold_run(
+    walker: _Walker,
+    k: int,
+    sources: dict[str, int],
+    held: HeldFrames,
+    run: tuple[list[int], list[dict[str, Any]], list[int]],
+) -> tuple[int, dict[str, int]]:
+    """Fold a run of checked plain updates from ``k`` (:func:`plain_headers`'s
+    answer) into the layout and ``held``; where it stopped and the sources then."""
+    got, raws, starts = run
+    stop = k + len(got)
+    if stop == k:
+        return k, sources
+    layout, hint = walker.folder.layout, walker.hint
+    assert hint is not None  # a run is read against the hint
+    steps, tags, template = layout.steps, walker.view.expect.tags, hint.template
+    walker.last = _plans_of(layout, held.bufs, k, starts, template, walker.last)
+    walker.blocks = {}
+    steps.extend(got)
+    layout.metas.extend(raws)
+    for name, (count, _) in template.blocks.items():
+        ordinals, rows = layout.updates[name]  # the previous update held the same blocks
+        ordinals.extend(range(k, stop))
+        rows.extend([count] * len(got))
+    held.metas.extend(_run_metas(layout, k, raws, tags, walker.view.path))
+    names = template.blocks
+    if len(names) != len(sources):
+        held.sources.extend(sources | dict.fromkeys(names, j) for j in range(k, stop))
+        return stop, sources | dict.fromkeys(names, stop - 1)
+    if tuple(sources) == tuple(names):
+        held.sources.extend([None] * len(got))  # every block from the frame's own update
+    else:
+        held.sources.extend(dict.fromkeys(sources, j) for j in range(k, stop))
+    return stop, dict.fromkeys(sources, stop - 1)
+
+
+def _plans_of(
+    layout: Layout,
+    bufs: list[bytes],
+    k: int,
+    starts: list[int],
+    template: Template,
+    known: UpdatePlan | None,
+) -> UpdatePlan | None:
+    """The plans of updates ``k, k + 1, ...`` of a run (one object while the
+    size and payload start repeat); returns the last."""
+    plans = layout.plans
+    for j, start in enumerate(starts, k):
+        size = len(bufs[j])
+        if known is None or known.size != size or known.start != start:
+            known = UpdatePlan(size, start, template.blocks, template.plain)
+        plans[j] = known
+    return known
+
+
+def _run_metas(
+    layout: Layout, k: int, raws: list[dict[str, Any]], tags: dict[str, str], path: str
+) -> list[dict[str, Any]]:
+    """The held per-step meta of a run's frames: a document of finite ``f64``
+    reals is held as parsed (what :func:`decode_meta` makes of it), any other
+    is decoded (and refused if malformed) by :func:`step_meta`."""
+    reals = all(tag == "f64" for tag in tags.values())
+    values = layout.meta_values
+    out = []
+    for j, raw in enumerate(raws, k):
+        if reals:
+            for value in raw.values():
+                if type(value) is not float or value - value != 0.0:  # not finite
+                    break
+            else:
+                values[j] = raw
+                out.append(raw)
+                continue
+        out.append(step_meta(layout, j, tags, f"{path}[{j}]"))
+    return out
 
 
 def rewalk(txn: Any, view: RecordView, layout: Layout) -> HeldFrames | None:
@@ -800,18 +926,25 @@ def rewalk(txn: Any, view: RecordView, layout: Layout) -> HeldFrames | None:
     its plan, whose checks held for these bytes (a record never changes once
     committed; the size is checked again). ``None`` when a value's size
     differs: :func:`walk` then checks it whole."""
-    parts = layout.walked
-    if parts is None:
+    walked = layout.walked
+    if walked is None:
         return None
     plans = layout.plans
-    held = HeldFrames(view.n_frames, view.expect.tags)
-    for k, value in _values(txn, view):
-        known = plans[k]
-        if known.size != len(value):
+    bufs = [bytes(value) for _, value in _values(txn, view)]
+    known: list[UpdatePlan | None] = [plans[k] for k in range(len(bufs))]
+    for p, buf in zip(known, bufs, strict=True):
+        if p is None or p.size != len(buf):
             return None
-        held.hold(k, (known, bytes(value)))
-    held.parts = parts
+    held = HeldFrames(bufs, view.expect.tags, walked)
+    held.plans = known
     return held
+
+
+#: What :class:`HeldFrames` holds beside the bytes after a walk: per frame the
+#: sources (block -> update ordinal; ``None``: every block from the frame's own
+#: update), the meta, the cells (frame -> cell, where one is in force), the
+#: steps and the times (``None``: none).
+Walked = tuple[list[dict[str, int] | None], list[dict[str, Any]], dict[int, Box], list[int], Any]
 
 
 class HeldFrames(LazyFrames):
@@ -819,30 +952,52 @@ class HeldFrames(LazyFrames):
     :class:`Frame` is built from the held bytes when first asked for (its
     arrays view a copy of the stored value, read-only), then kept."""
 
-    __slots__ = ("_updates", "parts", "tags")
+    __slots__ = ("_decoded", "boxes", "bufs", "metas", "plans", "sources", "steps", "tags", "times")
 
-    def __init__(self, n: int, tags: dict[str, str]) -> None:
+    def __init__(
+        self, bufs: list[bytes], tags: dict[str, str], walked: Walked | None = None
+    ) -> None:
         self.tags = tags
-        #: per frame: (block -> update ordinal, meta, cell, step, time)
-        self.parts: list[tuple[dict[str, int], dict[str, Any], Box | None, int, Any]] = []
-        self._updates: dict[int, dict[str, Block] | tuple[UpdatePlan, bytes]] = {}
-        self._made: list[Frame | None] = [None] * n
+        #: the checked values, and their plans (``None``: decoded at once, see :meth:`hold`)
+        self.bufs = bufs
+        self.plans: list[UpdatePlan | None] = []
+        self._decoded: dict[int, dict[str, Block]] = {}
+        self._made: list[Frame | None] = [None] * len(bufs)
+        self.sources: list[dict[str, int] | None] = []
+        self.metas: list[dict[str, Any]] = []
+        self.boxes: dict[int, Box] = {}
+        self.steps: list[int] = []
+        self.times: list[float] | None = None
+        if walked is not None:
+            self.sources, self.metas, self.boxes, self.steps, self.times = walked
 
-    def hold(self, k: int, update: dict[str, Block] | tuple[UpdatePlan, bytes]) -> None:
-        """Keep update ``k``: its decoded blocks, or its checked plan and bytes."""
-        self._updates[k] = update
+    def walked(self) -> Walked:
+        """What a :func:`rewalk` holds again beside the bytes."""
+        return self.sources, self.metas, self.boxes, self.steps, self.times
+
+    def hold(self, k: int, blocks: dict[str, Block]) -> None:
+        """Keep update ``k``'s blocks, decoded at once (general or checked now)."""
+        self._decoded[k] = blocks
 
     def _blocks(self, k: int) -> dict[str, Block]:
-        update = self._updates[k]
-        if isinstance(update, tuple):
-            update = materialize(update[0], update[1], update[0].blocks)
-            self._updates[k] = update  # one dict store: safe beside other threads
-        return update
+        blocks = self._decoded.get(k)
+        if blocks is None:
+            known = self.plans[k]
+            assert known is not None  # an update without a plan was decoded at once
+            blocks = materialize(known, self.bufs[k], known.blocks)
+            self._decoded[k] = blocks  # one dict store: safe beside other threads
+        return blocks
 
     def _build(self, k: int) -> Frame:
-        sources, meta, box, step, time = self.parts[k]
-        blocks = {name: self._blocks(u)[name] for name, u in sources.items()}
-        return Frame._trusted(blocks, meta, self.tags, box, step, time)
+        sources = self.sources[k]
+        if sources is None:
+            blocks = dict(self._blocks(k))
+        else:
+            blocks = {name: self._blocks(u)[name] for name, u in sources.items()}
+        time = None if self.times is None else self.times[k]
+        return Frame._trusted(
+            blocks, self.metas[k], self.tags, self.boxes.get(k), self.steps[k], time
+        )
 
 
 class _Walker:
@@ -863,55 +1018,6 @@ class _Walker:
         #: row counts of the last update's blocks
         self.counts: dict[str, int] = {}
 
-    def plain(self, buf: bytes, k: int, held: HeldFrames) -> dict[str, Any] | None:
-        """Update ``k`` the short way, or ``None`` (then nothing is changed: :meth:`decode`).
-
-        The short way is the common update of a record: the previous update's
-        ``blocks`` text (checked then), a header of only ``meta`` with the
-        declared keys and an integer ``step`` above the previous one, no times
-        and no cell in the record so far, no ``id`` column. The checks are
-        :meth:`decode`'s and ``_Scan.add_plain``'s, in one place. Returns the
-        update's raw per-step meta.
-        """
-        hint = self.hint
-        if hint is None or self.ids:
-            return None
-        got = plan_like(buf, hint)
-        if got is None:
-            return None
-        header, start = got
-        layout = self.folder.layout
-        steps = layout.steps
-        step = header.get("step")
-        raw = header.get("meta")
-        if (
-            len(header) != 2
-            or type(step) is not int
-            or not steps
-            or not steps[-1] < step <= _I64_MAX
-            or layout.times is not None
-            or layout.boxes[0]
-            or type(raw) is not dict
-            or raw.keys() != self.view.expect.tags.keys()
-        ):
-            return None
-        known = self.last
-        if known is None or known.size != len(buf) or known.start != start:
-            known = self.last = UpdatePlan(
-                len(buf), start, hint.template.blocks, hint.template.plain
-            )
-        layout.plans[k] = known
-        updates = layout.updates
-        for name, (count, _) in known.blocks.items():
-            ordinals, rows = updates[name]  # the previous update held the same blocks
-            ordinals.append(k)
-            rows.append(count)
-        steps.append(step)
-        layout.metas.append(raw)
-        self.blocks = {}
-        held.hold(k, (known, buf))
-        return raw
-
     def decode(self, buf: bytes, k: int, held: HeldFrames) -> tuple[Any, bool]:
         """Check update ``k`` and hold it in ``held``; its block names and
         whether its ``blocks`` text is the previous update's."""
@@ -930,7 +1036,8 @@ class _Walker:
                 self._hold(known, buf, k, held)
                 return known.blocks, True
         view, layout = self.view, self.folder.layout
-        planned = plan_keyed(buf, view.expect.fast, view.expect.templates)
+        expect = view.expect
+        planned = plan_known(buf, expect.hints) or plan_keyed(buf, expect.fast, expect.templates)
         if planned is None:
             self.hint = self.last = None
             blocks, header, _ = _decode_whole(buf, view, layout, k)
@@ -940,6 +1047,8 @@ class _Walker:
             held.hold(k, blocks)
             return blocks, False
         header, known, self.hint = planned
+        if self.hint is not None and len(expect.hints) < _MAX_HINTS:
+            expect.hints.setdefault(self.hint.prefix, self.hint)  # one C call: thread-safe
         self.last = known
         layout.plans[k] = known
         self.folder.add_planned(k, header, known)
@@ -953,8 +1062,7 @@ class _Walker:
             self.blocks = materialize(known, buf, known.blocks)
             held.hold(k, self.blocks)
         else:
-            self.blocks = {}
-            held.hold(k, (known, buf))
+            self.blocks = {}  # built from the held bytes when first asked for
 
 
 def _decode_whole(
