@@ -294,6 +294,30 @@ def test_acquire_writer_waits_for_the_lease(tmp_path: Path) -> None:
         assert list(record.trajectory.steps()) == [0, 10, 20]
 
 
+def test_reads_go_on_while_a_writer_waits_for_the_lease(tmp_path: Path) -> None:
+    # the service waits for another worker's lease before its commit; its reads of the
+    # same trajectory must not wait with it (a checker's GET once timed out behind one)
+    with mrecd.open(tmp_path / "data").create_record("r", meta={"name": "r"}) as record:
+        assert record.trajectory is not None
+        record.trajectory.append(frame(0))
+    holder = mrecd.open(tmp_path / "data").record("r", "r+")
+    waiter = mrecd.open(tmp_path / "data").record("r", "r+")
+    assert holder.trajectory is not None and waiter.trajectory is not None
+    holder.trajectory.append(frame(10))
+    waiting = threading.Thread(target=waiter.trajectory.acquire_writer, args=(1.5,))
+    waiting.start()
+    time.sleep(0.2)  # the waiter is polling for the lease now
+    started = time.monotonic()
+    assert len(waiter.trajectory) == 1 and waiter.trajectory[0].step == 0
+    assert time.monotonic() - started < 0.5
+    assert waiting.is_alive()  # still waiting: the holder has not let go
+    holder.trajectory.release_writer()
+    waiting.join(5)
+    assert not waiting.is_alive() and len(waiter.trajectory) == 2
+    waiter.close()
+    holder.close()
+
+
 _PRODUCER_CHILD = """
 import sys
 import numpy as np

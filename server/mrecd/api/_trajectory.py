@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, overload
@@ -30,7 +31,14 @@ from ..bindings.zarr import (
     create_trajectory_group,
     writer_is_stale,
 )
-from ..errors import InvalidRecord, MrecdError, NotFound, PreconditionFailed, ReadOnlyError
+from ..errors import (
+    InvalidRecord,
+    MrecdError,
+    NotFound,
+    PreconditionFailed,
+    ReadOnlyError,
+    WriterBusy,
+)
 from ..model import Block, Declaration, Frame
 from ..storage import Location, WriterLease, location_of, open_store
 from ._protocols import FrameSlice
@@ -238,7 +246,9 @@ class Trajectory(Sequence[Frame]):
 
     # -- writing -------------------------------------------------------------------------------
 
-    def _writer_for(self, first: Frame | None, *, wait: float = 0.0) -> TrajectoryWriter:
+    def _writer_for(
+        self, first: Frame | None, *, wait: float = 0.0, lease_wait: float | None = None
+    ) -> TrajectoryWriter:
         if self._writer is not None:
             return self._writer
         if self._read_only:
@@ -260,7 +270,7 @@ class Trajectory(Sequence[Frame]):
             else:
                 create_trajectory_group(self._root, declaration)
             self._reader = TrajectoryReader(self._tree, system=self._system)
-        self._lock(max(wait, self._lease_wait))
+        self._lock(max(wait, self._lease_wait) if lease_wait is None else lease_wait)
         self._closed_nstep = None
         try:
             self._writer = TrajectoryWriter(
@@ -362,15 +372,28 @@ class Trajectory(Sequence[Frame]):
         WriterBusy
             Another writer still holds the lease after ``wait`` seconds.
         """
-        with self._mutex:
-            self._lease_wait = wait  # the first append of a new trajectory waits as long
-            if self._writer is not None and writer_is_stale(self._writer.root):
-                # object storage: another process committed; this writer would lose
-                with contextlib.suppress(MrecdError):
-                    self.release_writer()
-            if self._writer is None and self._reader is not None:
-                self._writer_for(None, wait=wait)
-            return len(self)
+        deadline = time.monotonic() + wait
+        pause = 0.001
+        while True:
+            # one try per turn, waiting between tries without the mutex: this
+            # process's reads of the trajectory go on while another process's lease lasts
+            with self._mutex:
+                self._lease_wait = wait  # the first append of a new trajectory waits as long
+                if self._writer is not None and writer_is_stale(self._writer.root):
+                    # object storage: another process committed; this writer would lose
+                    with contextlib.suppress(MrecdError):
+                        self.release_writer()
+                if self._writer is not None or self._reader is None:
+                    return len(self)
+                try:
+                    self._writer_for(None, wait=0.0, lease_wait=0.0)
+                    return len(self)
+                except WriterBusy:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise
+            time.sleep(min(pause, left))
+            pause = min(2 * pause, 0.01)
 
     def release_writer(self) -> int:
         """Commit queued frames durably and give the writer lease up; returns ``nstep``.

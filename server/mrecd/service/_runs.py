@@ -396,6 +396,8 @@ def _commit(
 def _commit_once(
     traj: api.Trajectory, group: list[_Request], shared: bool, wait: float, *, lost_is_error: bool
 ) -> _Outcome:
+    if shared:  # the lease is waited for first: reads in this process go on meanwhile
+        traj.acquire_writer(wait)
     # held from admission to the durable flush: a read in this process never sees a frame
     # that is only queued (a kill then would lose what a GET had reported)
     with traj.exclusive():
