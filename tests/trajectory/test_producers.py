@@ -270,7 +270,8 @@ def test_the_state_survives_sigkill(tmp_path: Path) -> None:
         assert len(traj) == 11
 
 
-def test_acquire_writer_waits_for_the_lease(tmp_path: Path) -> None:
+def _held_and_waiting(tmp_path: Path) -> tuple[Any, Any]:
+    """Two handles of one record (frame 0 committed): the first holds the writer lease."""
     with mrecd.open(tmp_path / "data").create_record("r", meta={"name": "r"}) as record:
         assert record.trajectory is not None
         record.trajectory.append(frame(0))
@@ -278,6 +279,11 @@ def test_acquire_writer_waits_for_the_lease(tmp_path: Path) -> None:
     waiter = mrecd.open(tmp_path / "data").record("r", "r+")
     assert holder.trajectory is not None and waiter.trajectory is not None
     holder.trajectory.append(frame(10))
+    return holder, waiter
+
+
+def test_acquire_writer_waits_for_the_lease(tmp_path: Path) -> None:
+    holder, waiter = _held_and_waiting(tmp_path)
     started = time.monotonic()
     with pytest.raises(WriterBusy):
         waiter.trajectory.acquire_writer(0.2)
@@ -297,13 +303,7 @@ def test_acquire_writer_waits_for_the_lease(tmp_path: Path) -> None:
 def test_reads_go_on_while_a_writer_waits_for_the_lease(tmp_path: Path) -> None:
     # the service waits for another worker's lease before its commit; its reads of the
     # same trajectory must not wait with it (a checker's GET once timed out behind one)
-    with mrecd.open(tmp_path / "data").create_record("r", meta={"name": "r"}) as record:
-        assert record.trajectory is not None
-        record.trajectory.append(frame(0))
-    holder = mrecd.open(tmp_path / "data").record("r", "r+")
-    waiter = mrecd.open(tmp_path / "data").record("r", "r+")
-    assert holder.trajectory is not None and waiter.trajectory is not None
-    holder.trajectory.append(frame(10))
+    holder, waiter = _held_and_waiting(tmp_path)
     waiting = threading.Thread(target=waiter.trajectory.acquire_writer, args=(1.5,))
     waiting.start()
     time.sleep(0.2)  # the waiter is polling for the lease now
