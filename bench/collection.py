@@ -15,7 +15,9 @@ same run on the same data:
 
 Appends are timed one per synced transaction twice, around R = 1,000 and at
 the end of the file, as the median append (a shared disk's sync stalls hit
-single commits). The machine is shared and noisy: each single-read figure is
+single commits). Then, the issue's comparison side by side: single appends
+taking turns between a fresh 1,000-record collection and the grown file, so
+both see the same disk and load. The machine is shared and noisy: each single-read figure is
 the median of rounds taking turns with the floor (same loop shape: one call
 per read, results kept; a warm-up round first; the collector on for both,
 run between timings); read the ratios. ``MRECD_BENCH_RECORDS`` sets the
@@ -36,6 +38,7 @@ import struct
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -184,6 +187,33 @@ class _Build:
         self.windows.append(
             (start, statistics.median(appends), statistics.median(floors), len(page))
         )
+
+
+def _side_by_side(path: Path) -> tuple[float, float]:
+    """Median single-append seconds into a fresh ``SMALL_R``-record collection and into
+    the grown one at ``path``, taking turns record by record (the same record goes to
+    both, the order flips each turn), so the issue's R = 10^6 against R = 10^3
+    comparison sees the same disk and the same load. Returns (small, grown)."""
+    small_path = path.parent / "small.mrec.lmdb"
+    small = mrecd.create_collection(
+        small_path, meta=UNITS, declaration=DECLARATION, index_columns=INDEX
+    )
+    grown = mrecd.open_collection(path, "r+")
+    try:
+        small.extend(_records(0, SMALL_R)[0])
+        times: dict[str, list[float]] = {"small": [], "grown": []}
+        for turn, r in enumerate(range(N_RECORDS + APPENDS, N_RECORDS + 2 * APPENDS)):
+            rec, _ = _record(r)
+            # The reopened file has no derive callables: both get the values outright.
+            index = {name: spec["derive"](rec) for name, spec in INDEX.items()}
+            order = [("small", small), ("grown", grown)]
+            for name, col in order if turn % 2 else order[::-1]:
+                times[name].append(_timed(partial(col.append, rec, index=index)))
+        return statistics.median(times["small"]), statistics.median(times["grown"])
+    finally:
+        small.close()
+        grown.close()
+        small_path.unlink()
 
 
 class _Scratch:
@@ -523,6 +553,12 @@ def main() -> None:
             f" around R = {min(SMALL_R, N_RECORDS // 4):,}; {last / last_floor:.2f} against"
             f" {first / first_floor:.2f} times its floor, measured beside it"
             f" ({(last / last_floor) / (first / first_floor):.2f}x).\n"
+        )
+        small, grown = _side_by_side(path)
+        print(
+            f"Taking turns, one append into a fresh {SMALL_R:,}-record collection and one into"
+            f" this {N_RECORDS:,}-record file, {APPENDS} each: {small * 1e3:.2f} ms against"
+            f" {grown * 1e3:.2f} ms (median), {grown / small:.2f}x (goal: within 1.5x).\n"
         )
         gc.collect()
         density = _density(path, build.atom_frames)
