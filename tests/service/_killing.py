@@ -171,6 +171,23 @@ class Server:
                 return time.monotonic() - began
             time.sleep(0.05)
 
+    def dump_stacks(self) -> str:
+        """Ask every serving process for its thread stacks (``SIGUSR1``), then return the
+        loopback TCP sockets of the port with their owners and the log's end: where a
+        request that got no answer is (unread in a socket, or in which worker's stack)."""
+        assert self._proc is not None
+        for pid in self.worker_pids() or [self._proc.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)
+        time.sleep(1.0)
+        sockets = subprocess.run(
+            ["ss", "-tnpi", f"( sport = :{self.port} or dport = :{self.port} )"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return f"{sockets.stdout}{sockets.stderr}\n{self.tail(60_000)}"
+
     def _started(self, pid: int) -> bool:
         return f"Started server process [{pid}]".encode() in self.log.read_bytes()
 

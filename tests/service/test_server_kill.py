@@ -110,7 +110,7 @@ def kill_repeatedly(
             tally.restart_seconds += crash(server, rng)
             tally.kills += 1
             ledger.go.clear()  # posters finish the batch they hold, then wait for the check
-            tally.frames_checked += check(list(ledger.acks))
+            tally.frames_checked += checked(server, check, ledger)
             ledger.go.set()
             assert not ledger.failures, ledger.failures
     finally:
@@ -128,6 +128,15 @@ def kill_repeatedly(
     print(f"\n{tally}\n{ledger.statuses=} {ledger.transport_errors=} {ledger.dropped=}")
     print(f"{ledger.landed_unacked=} {duplicates=} acks={len(ledger.acks)}")
     return tally
+
+
+def checked(server: Server, check: Check, ledger: Ledger) -> int:
+    """``check`` the acknowledgements so far; a checker request left unanswered fails the
+    test with the server's stacks and sockets, to tell a hung worker from a lost request."""
+    try:
+        return check(list(ledger.acks))
+    except httpx.TimeoutException as timeout:
+        pytest.fail(f"the checker got no answer ({timeout!r}):\n{server.dump_stacks()}")
 
 
 def await_progress(ledger: Ledger, timeout: float = 30.0) -> None:
@@ -246,3 +255,11 @@ def test_an_acknowledged_empty_put_survives_a_kill(server: Server) -> None:
     server.kill()
     server.start()
     assert httpx.get(f"{server.url}/v1/records/unborn/trajectory").json()["nstep"] == 1
+
+
+def test_a_server_asked_for_its_stacks_prints_them_and_serves_on(server: Server) -> None:
+    server.start()
+    report = server.dump_stacks()
+    assert "(most recent call first)" in report  # without the handler, SIGUSR1 kills it
+    assert "uvicorn" in report, report[-2000:]  # the serving thread's frames are in the log
+    assert httpx.get(f"{server.url}/healthz", timeout=5.0).status_code == 200

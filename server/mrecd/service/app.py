@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import faulthandler
+import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,7 +23,18 @@ from .problems import add_problem_schema, install_handlers, problem_responses
 from .routes import collections, forcefield, ops, page, records, trajectory
 from .settings import Settings
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "dump_stacks_on_sigusr1"]
+
+
+def dump_stacks_on_sigusr1() -> None:
+    """Print every thread's Python stack to stderr when the process gets ``SIGUSR1``.
+
+    A worker that stops answering can then be asked where it is
+    (``kill -USR1 <pid>``) without stopping it; faulthandler writes from its
+    own C handler, so this works even while the event loop is blocked.
+    """
+    if hasattr(signal, "SIGUSR1"):  # not on Windows
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -44,6 +57,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        dump_stacks_on_sigusr1()
         catalog = await to_thread.run_sync(_open_catalog, settings)
         app.state.runs = Runs(catalog)
         app.state.packs = Packs(app.state.runs)
