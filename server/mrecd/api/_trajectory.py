@@ -246,6 +246,19 @@ class Trajectory(Sequence[Frame]):
 
     # -- writing -------------------------------------------------------------------------------
 
+    def _held_writer(self, first: Frame, expected: int | None) -> TrajectoryWriter:
+        """The writer for appending after ``first``, once ``expected`` holds under its lease.
+
+        ``expected`` is checked before (a refusal creates nothing) and again
+        once the lease is held: taking it re-reads the store, where another
+        process may have committed or created the trajectory since this
+        handle last looked. Only the second check can see that.
+        """
+        self._check_expected(expected)
+        writer = self._writer_for(first)
+        self._check_expected(expected)
+        return writer
+
     def _writer_for(
         self, first: Frame | None, *, wait: float = 0.0, lease_wait: float | None = None
     ) -> TrajectoryWriter:
@@ -299,8 +312,7 @@ class Trajectory(Sequence[Frame]):
             length (``.nstep`` on the error says where it is); nothing lands.
         """
         with self._mutex:
-            self._check_expected(expected_nstep)
-            return self._writer_for(frame).append(frame)
+            return self._held_writer(frame, expected_nstep).append(frame)
 
     def extend(self, frames: Iterable[Frame], *, expected_nstep: int | None = None) -> int:
         """Append many frames, all or nothing. Returns ``len``.
@@ -309,10 +321,10 @@ class Trajectory(Sequence[Frame]):
         """
         frames = list(frames)
         with self._mutex:
-            self._check_expected(expected_nstep)
             if not frames:
+                self._check_expected(expected_nstep)
                 return len(self)
-            return self._writer_for(frames[0]).extend(frames)
+            return self._held_writer(frames[0], expected_nstep).extend(frames)
 
     def extend_once(
         self, frames: Iterable[Frame], producer: Producer, *, expected_nstep: int | None = None
@@ -334,15 +346,19 @@ class Trajectory(Sequence[Frame]):
         """
         frames = list(frames)
         with self._mutex:
-            writer = self._writer_for(None) if self._reader is not None else None
-            table = ProducerTable() if writer is None else writer.producers
-            duplicate = table.check(producer, len(self))
+            if self._reader is None:  # none seen here yet: refuse what no trajectory accepts
+                ProducerTable().check(producer, 0)
+                self._check_expected(expected_nstep)
+                writer = self._writer_for(frames[0] if frames else None)
+            else:
+                writer = self._writer_for(None)
+            # again under the lease: another process may have created the trajectory or
+            # committed this very batch since (a retry racing its first attempt)
+            duplicate = writer.producers.check(producer, len(self))
             if duplicate is not None:
                 return duplicate
             self._check_expected(expected_nstep)
             first = len(self)
-            if writer is None:
-                writer = self._writer_for(frames[0] if frames else None)
             writer.extend(frames, producer=producer)
             return Appended(first + len(frames), first, len(frames))
 
