@@ -442,6 +442,16 @@ def _values(
     )
 
 
+def copies(txn: Any, view: RecordView) -> list[bytes]:
+    """Every value of the record's trajectory in order, copied out of ``txn``
+    (frames outlive it); a missing key is refused as :func:`_values` refuses it."""
+    get, pack, first = txn.get, _U64BE.pack, view.first
+    try:
+        return [bytes(get(b"f" + pack(j))) for j in range(first, first + view.n_frames)]
+    except (TypeError, struct.error):  # bytes(None): a key is missing; or outside u64
+        return [bytes(value) for _, value in _values(txn, view)]
+
+
 def scan(txn: Any, view: RecordView, upto: int, layout: Layout | None = None) -> Layout:
     """A layout covering frames ``0..upto`` of ``view``'s trajectory: ``layout``
     (copied) extended from its update headers in ``txn``."""
@@ -740,7 +750,7 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, HeldFrames]:
     tags = view.expect.tags
     layout = Layout()
     rules = bool(view.expect.aligned) or view.system is not None
-    held = HeldFrames([bytes(value) for _, value in _values(txn, view)], tags)
+    held = HeldFrames(copies(txn, view), tags)
     walker = _Walker(view, layout)
     sources: dict[str, int] = {}  #: block -> the update it resolves from
     counts: dict[str, int] = {}
@@ -930,7 +940,7 @@ def rewalk(txn: Any, view: RecordView, layout: Layout) -> HeldFrames | None:
     if walked is None:
         return None
     plans = layout.plans
-    bufs = [bytes(value) for _, value in _values(txn, view)]
+    bufs = copies(txn, view)
     known: list[UpdatePlan | None] = [plans[k] for k in range(len(bufs))]
     for p, buf in zip(known, bufs, strict=True):
         if p is None or p.size != len(buf):
