@@ -85,6 +85,8 @@ class Template:
     byte_checks: tuple[tuple[int, int], ...]  #: (offset, items) of bool and mask bytes
     #: blocks whose columns are all one-dimensional without a mask
     plain: frozenset[str] = frozenset()
+    #: whether a block has an ``id`` column (its rules read the blocks at once)
+    ids: bool = False
 
 
 def expectations(
@@ -189,7 +191,8 @@ def _template(
         for name, (_, columns) in planned.items()
         if all(shape is None and mask_at is None for _, _, _, _, shape, _, mask_at in columns)
     )
-    return Template(planned, need, tuple(checks), plain)
+    ids = any(c[0] == "id" for _, columns in planned.values() for c in columns)
+    return Template(planned, need, tuple(checks), plain, ids)
 
 
 def _split_header(text: str) -> tuple[dict[str, Any], str | None]:

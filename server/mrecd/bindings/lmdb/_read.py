@@ -799,7 +799,7 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, HeldFrames]:
             held.boxes[k] = box
         k += 1
     layout.checked.update(range(n))
-    held.plans = [layout.plans.get(k) for k in range(n)]
+    held.plans = list(map(layout.plans.get, range(n)))
     held.steps, held.times = layout.steps, layout.times
     if len(layout.plans) == n and len(layout.meta_values) == n:
         layout.walked = held.walked()  # never changed from here on
@@ -836,7 +836,7 @@ def _first_run(
     sources in force there; ``counts`` gets update 0's row counts."""
     view, layout = walker.view, walker.folder.layout
     hint = known_hint(held.bufs[0], view.expect.hints)
-    if hint is None or any(c[0] == "id" for _, cols in hint.template.blocks.values() for c in cols):
+    if hint is None or hint.template.ids:
         return 0, {}
     run = plain_headers(held.bufs, 0, hint, _I64_MIN - 1, tuple(view.expect.tags))
     if not run[0]:
