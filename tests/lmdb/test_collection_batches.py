@@ -75,9 +75,9 @@ def test_one_read_transaction_per_batch(
     opened = []
     original = binding.reading
 
-    def counting() -> Any:
+    def counting(**options: Any) -> Any:
         opened.append(1)
-        return original()
+        return original(**options)
 
     monkeypatch.setattr(binding, "reading", counting)
     batches = list(col.batches(8, seed=2))

@@ -435,7 +435,7 @@ class Collection:
         """
         binding = self._binding
         out = []
-        with binding.reading() as txn:
+        with binding.reading(buffers=False) as txn:  # values as bytes: each is copied anyway
             state = binding.state(txn)
             for r in rs:
                 parts = binding.record(txn, state, _ordinal(r, state.meta.n_records, "record"))

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import json.scanner
+import operator
 import struct
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -84,6 +85,8 @@ class Template:
     byte_checks: tuple[tuple[int, int], ...]  #: (offset, items) of bool and mask bytes
     #: blocks whose columns are all one-dimensional without a mask
     plain: frozenset[str] = frozenset()
+    #: whether a block has an ``id`` column (its rules read the blocks at once)
+    ids: bool = False
 
 
 def expectations(
@@ -188,7 +191,8 @@ def _template(
         for name, (_, columns) in planned.items()
         if all(shape is None and mask_at is None for _, _, _, _, shape, _, mask_at in columns)
     )
-    return Template(planned, need, tuple(checks), plain)
+    ids = any(c[0] == "id" for _, columns in planned.values() for c in columns)
+    return Template(planned, need, tuple(checks), plain, ids)
 
 
 def _split_header(text: str) -> tuple[dict[str, Any], str | None]:
@@ -354,9 +358,105 @@ def plain_headers(
     header of only ``meta`` with exactly ``keys`` in that order and an integer
     ``step`` above the one before (``last`` for update ``k``) and within i64.
 
-    One loop over a record's updates: the checks are :func:`plan_like`'s and
-    the plain-header ones, without a call and its tuples per update.
+    The rests of the headers (after the ``blocks`` text) are parsed as one
+    JSON array when :func:`_joined` can show that each is one element of it;
+    otherwise, or when any update of the run is not plain, one at a time
+    (:func:`_each`, whose answer this always is).
     """
+    rests, starts = _rests(bufs, k, hint)
+    if not rests:
+        return [], [], []
+    joined = _joined(rests, last, keys)
+    if joined is None:
+        return _each(bufs, k, hint, last, keys)
+    return joined[0], joined[1], starts
+
+
+def _rests(bufs: Sequence[bytes], k: int, hint: Hint) -> tuple[list[bytes], list[int]]:
+    """The header rests (between ``hint``'s text with its comma and the header's
+    end, the closing brace included) and payload starts of updates ``k, k + 1,
+    ...`` up to the first whose bytes fail :func:`_each`'s checks; one that
+    does not end its header with ``}`` fails them there too (no JSON object
+    text ends otherwise)."""
+    prefix = hint.prefix
+    cut = 8 + len(prefix)
+    need = hint.template.need
+    checks = hint.template.byte_checks
+    unpack = _PREFIX.unpack_from
+    rests: list[bytes] = []
+    starts: list[int] = []
+    for j in range(k, len(bufs)):
+        buf = bufs[j]
+        if not buf.startswith(prefix, 8) or not buf.startswith(b"MRF1"):
+            break
+        end = 8 + unpack(buf)[1]
+        start = end + (-end & 7)
+        if end <= cut or len(buf) - start < need or buf[cut] != _COMMA or buf[end - 1] != _CLOSE:
+            break
+        if checks and not _bytes_ok(memoryview(buf)[start:], checks):
+            break
+        rests.append(buf[cut + 1 : end])
+        starts.append(start)
+    return rests, starts
+
+
+def _joined(
+    rests: list[bytes], last: int, keys: tuple[str, ...]
+) -> tuple[list[int], list[dict[str, Any]]] | None:
+    """Steps and metas of header rests that are all plain (see :func:`plain_headers`),
+    parsed as the one JSON text ``[{rest,{rest,...]``; ``None``: not shown.
+
+    Each ``{rest`` is then exactly one element, parsed as it would be alone:
+    no ``[`` (the outer array is the only one), no ``\\`` and no whitespace
+    anywhere; every element a ``{step, meta}`` object with ``keys`` (none
+    holding a quote, bracket, brace, comma, colon or whitespace) in its
+    meta, and exactly as many ``"`` as those key strings need, so every
+    string is one of those keys and none spans a joint. At each joint ``,{``
+    then stands outside strings, where only the outer array takes it (an
+    object wants a key after a comma), so the joints split elements; ``n``
+    rests and ``n`` elements leave one element per rest.
+    """
+    n = len(rests)
+    raw = b",{".join(rests)
+    quotes = 2 * (2 + len(keys))
+    if not _safe(keys) or raw.count(b'"') != n * quotes:
+        return None
+    if len(raw.translate(None, _UNSAFE)) != len(raw):
+        return None
+    try:
+        text = "[{" + raw.decode() + "]"
+        parsed, stop = _SCAN(text, 0)
+        steps = [rest["step"] for rest in parsed]
+        metas = [rest["meta"] for rest in parsed]
+    except (ValueError, RecursionError, StopIteration, TypeError, KeyError):
+        return None
+    if stop != len(text) or len(parsed) != n or set(map(len, parsed)) != {2}:
+        return None
+    if set(map(type, steps)) != {int} or set(map(type, metas)) != {dict}:
+        return None
+    if set(map(tuple, metas)) != {keys} or not last < steps[0] or steps[-1] > _I64_MAX:
+        return None
+    if not all(map(operator.lt, steps, steps[1:])):
+        return None
+    return steps, metas
+
+
+def _safe(keys: tuple[str, ...]) -> bool:
+    """Whether per-step keys can be told apart in a joined text (see :func:`_joined`)."""
+    known = _SAFE_KEYS.get(keys)
+    if known is None:
+        known = not any(c in _KEY_UNSAFE or c.isspace() for key in keys for c in key)
+        if len(_SAFE_KEYS) < _MAX_TEMPLATES:
+            _SAFE_KEYS[keys] = known
+    return known
+
+
+def _each(
+    bufs: Sequence[bytes], k: int, hint: Hint, last: int, keys: tuple[str, ...]
+) -> tuple[list[int], list[dict[str, Any]], list[int]]:
+    """:func:`plain_headers` one update at a time: the checks are
+    :func:`plan_like`'s and the plain-header ones, without a call and its
+    tuples per update."""
     prefix = hint.prefix
     cut = 8 + len(prefix)
     need = hint.template.need
@@ -400,6 +500,11 @@ _I64_MAX: Final = 2**63 - 1
 _SCAN: Final = json.scanner.make_scanner(_JSON)  # type: ignore[arg-type]
 _COMMA: Final = ord(",")
 _CLOSE: Final = ord("}")
+#: Bytes that keep header rests from being parsed joined (see :func:`_joined`).
+_UNSAFE: Final = b" \t\n\r[\\"
+_KEY_UNSAFE: Final = frozenset('"\\[]{},:')
+#: per-step key tuples -> whether :func:`_joined` may parse their headers joined
+_SAFE_KEYS: dict[tuple[str, ...], bool] = {}
 
 
 #: Distinct ``blocks`` texts kept per declaration (one per row count and layout).

@@ -442,6 +442,16 @@ def _values(
     )
 
 
+def copies(txn: Any, view: RecordView) -> list[bytes]:
+    """Every value of the record's trajectory in order, copied out of ``txn``
+    (frames outlive it); a missing key is refused as :func:`_values` refuses it."""
+    get, pack, first = txn.get, _U64BE.pack, view.first
+    try:
+        return [bytes(get(b"f" + pack(j))) for j in range(first, first + view.n_frames)]
+    except (TypeError, struct.error):  # bytes(None): a key is missing; or outside u64
+        return [bytes(value) for _, value in _values(txn, view)]
+
+
 def scan(txn: Any, view: RecordView, upto: int, layout: Layout | None = None) -> Layout:
     """A layout covering frames ``0..upto`` of ``view``'s trajectory: ``layout``
     (copied) extended from its update headers in ``txn``."""
@@ -740,7 +750,7 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, HeldFrames]:
     tags = view.expect.tags
     layout = Layout()
     rules = bool(view.expect.aligned) or view.system is not None
-    held = HeldFrames([bytes(value) for _, value in _values(txn, view)], tags)
+    held = HeldFrames(copies(txn, view), tags)
     walker = _Walker(view, layout)
     sources: dict[str, int] = {}  #: block -> the update it resolves from
     counts: dict[str, int] = {}
@@ -789,7 +799,7 @@ def walk(txn: Any, view: RecordView) -> tuple[Layout, HeldFrames]:
             held.boxes[k] = box
         k += 1
     layout.checked.update(range(n))
-    held.plans = [layout.plans.get(k) for k in range(n)]
+    held.plans = list(map(layout.plans.get, range(n)))
     held.steps, held.times = layout.steps, layout.times
     if len(layout.plans) == n and len(layout.meta_values) == n:
         layout.walked = held.walked()  # never changed from here on
@@ -826,7 +836,7 @@ def _first_run(
     sources in force there; ``counts`` gets update 0's row counts."""
     view, layout = walker.view, walker.folder.layout
     hint = known_hint(held.bufs[0], view.expect.hints)
-    if hint is None or any(c[0] == "id" for _, cols in hint.template.blocks.values() for c in cols):
+    if hint is None or hint.template.ids:
         return 0, {}
     run = plain_headers(held.bufs, 0, hint, _I64_MIN - 1, tuple(view.expect.tags))
     if not run[0]:
@@ -930,7 +940,7 @@ def rewalk(txn: Any, view: RecordView, layout: Layout) -> HeldFrames | None:
     if walked is None:
         return None
     plans = layout.plans
-    bufs = [bytes(value) for _, value in _values(txn, view)]
+    bufs = copies(txn, view)
     known: list[UpdatePlan | None] = [plans[k] for k in range(len(bufs))]
     for p, buf in zip(known, bufs, strict=True):
         if p is None or p.size != len(buf):

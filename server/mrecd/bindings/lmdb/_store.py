@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
-from ...codecs import decode_blocks, decode_frame, encode_blocks, plain_document
+from ...codecs import decode_blocks, encode_blocks, plain_document
 from ...errors import (
     AlreadyExists,
     FrameBytesError,
@@ -51,13 +51,13 @@ from ._read import (
     Expected,
     Layout,
     RecordView,
-    check_v1_frame,
     loads,
     resolve,
     rewalk,
     scan,
     walk,
 )
+from ._system import decode_system
 from ._write import Incoming, Prepared, derive_declaration, prepare, shared_columns
 
 __all__ = ["SUFFIX", "LmdbCollection", "RecordParts"]
@@ -420,10 +420,10 @@ class LmdbCollection:
 
     # -- committed state ------------------------------------------------------------------
 
-    def reading(self) -> Any:
+    def reading(self, buffers: bool = True) -> Any:
         """A read transaction, to use as a context manager (values are buffers
-        valid while it is open)."""
-        return self._live().env.begin(buffers=True)
+        valid while it is open; ``bytes`` when not ``buffers``)."""
+        return self._live().env.begin(buffers=buffers)
 
     def get(self, key: bytes) -> bytes | None:
         """The value of ``key`` as committed now, in a read transaction of its own."""
@@ -525,7 +525,7 @@ class LmdbCollection:
         if system is None:
             raw_system = txn.get(system_key(r))
             if raw_system is not None:
-                system = _decode_system(raw_system, state, where)
+                system = decode_system(raw_system, state.meta.molrec_version, where)
                 state.caches.put_system(r, system, len(raw_system))
         first, n_frames, has_trajectory = state.table.row(r)
         if system is None and not has_trajectory:
@@ -589,24 +589,6 @@ class LmdbCollection:
         layout, frames = walk(txn, view)
         view.caches.put_layout(view.r, layout)
         return frames
-
-
-def _decode_system(raw: Any, state: _State, where: str) -> Frame:
-    try:
-        system = decode_frame(bytes(raw))
-    except FrameBytesError as exc:
-        raise FrameBytesError(
-            exc.message, path=f"{where}.system/{exc.path}" if exc.path else f"{where}.system"
-        ) from None
-    if system.step is not None or system.time is not None:
-        raise InvalidRecord("a system carries no step or time", path=f"{where}.system")
-    try:
-        system.check_targets({"system": system.blocks})
-    except InvalidRecord as exc:
-        raise InvalidRecord(exc.message, path=f"{where}.system/{exc.path}") from None
-    if state.meta.molrec_version == 1:
-        check_v1_frame(system.blocks, f"{where}.system")
-    return system
 
 
 _COPY_CHUNK: Final = 64 * 2**20
