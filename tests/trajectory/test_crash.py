@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -59,8 +61,16 @@ def check_store(
         set(range(max(0, n - 30), n)) | {sample.randrange(n) for _ in range(30)} if n else set()
     )
     for i in sorted(ordinals):
-        assert traj[i] == expected_cache[i], f"frame {i} differs after a crash"
+        if traj[i] != expected_cache[i]:
+            pytest.fail(f"frame {i} of {n} differs after a crash; {_keep_evidence(root)}")
     return n
+
+
+def _keep_evidence(root: Path) -> str:
+    """Copy the store somewhere no later pytest run cleans up; where it went."""
+    kept = Path(tempfile.mkdtemp(prefix="mrecd-crash-evidence-"))
+    shutil.copytree(root, kept / root.name)
+    return f"the store is kept at {kept / root.name}"
 
 
 def test_sigkill_at_random_moments_loses_no_committed_frame(tmp_path: Path) -> None:
