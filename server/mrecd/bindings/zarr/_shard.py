@@ -24,8 +24,7 @@ import resource
 import threading
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, wait
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -451,7 +450,6 @@ class ArrayCommit:
         self.metadata = metadata
         self.encoded: list[bytes | None] = [None] * len(jobs)
         self._placed: list[_Placed] | None = None
-        self._writes: list[Future[Any]] = []
 
     def encode_range(self, start: int, stop: int) -> None:
         """Encode jobs ``[start, stop)``; disjoint ranges may run in parallel threads."""
@@ -466,35 +464,23 @@ class ArrayCommit:
         for commit, encoded in zip(commits, encode_batches(batches), strict=True):
             commit.encoded[:] = encoded
 
-    def write_data(self, submit: Callable[..., Future[Any]] | None = None) -> None:
+    def write_data(self) -> None:
         """Write the chunk bytes ahead, where they stay unreferenced until :meth:`write`.
 
         Only an appender with :attr:`ArrayAppender.early_data` writes here (shard
         tails); others write everything in :meth:`write`. Commits of one appender
-        reserve their tails in the order they were prepared. ``submit`` (an
-        executor's) runs the positional writes elsewhere; :meth:`write` waits for them.
+        write their data in the order they were prepared.
         """
-        if not self.appender.early_data or self._placed is not None:
-            return
-        self._placed = []
-        for shard, start, data, entries in self.appender._reserve_data(self._encoded()):
-            self._placed.append((shard, entries))
-            if data and submit is not None:
-                self._writes.append(submit(shard.file.pwrite, start, data))
-            elif data:
-                shard.file.pwrite(start, data)
+        if self.appender.early_data and self._placed is None:
+            self._placed = self.appender._put_data(self._encoded())
 
     def write(self) -> None:
         """Chunk bytes at the shard tails (unless :meth:`write_data` wrote them), the shard
         indexes, then ``zarr.json``."""
         if self._placed is None:
             self.appender._put(self._encoded(), self.metadata)
-            return
-        if self._writes:
-            wait(self._writes)
-            for future in self._writes:
-                future.result()  # the first failure, once none is still running
-        self.appender._put_metadata(self._placed, self.metadata)
+        else:
+            self.appender._put_metadata(self._placed, self.metadata)
 
     def _encoded(self) -> list[tuple[int, bytes]]:
         encoded = [(job[0], data) for job, data in zip(self.jobs, self.encoded, strict=True)]
@@ -533,28 +519,18 @@ class _ShardFile:
         Until the index holds them the bytes are no chunk's: a reader follows
         the index, and the reopen rule cuts a shard after its last indexed chunk.
         """
-        start, data, entries = self.reserve_tail(chunks)
-        if data:
-            self.file.pwrite(start, data)
-        return entries
-
-    def reserve_tail(
-        self, chunks: Sequence[tuple[int, bytes]]
-    ) -> tuple[int, bytes, list[tuple[int, int, int]]]:
-        """:meth:`put_tail` without the write: the offset and bytes to write, and the entries.
-
-        The tail moves past them now, so reservations made one after the other
-        may be written in any order, or at once.
-        """
-        start = self.end
         if not chunks:
-            return start, b"", []
-        data = chunks[0][1] if len(chunks) == 1 else b"".join(d for _, d in chunks)
+            return []
+        start = self.end
+        self.file.pwrite(
+            start, chunks[0][1] if len(chunks) == 1 else b"".join(d for _, d in chunks)
+        )
         entries = []
-        for chunk, piece in chunks:
-            entries.append((chunk, self.end, len(piece)))
-            self.end += len(piece)
-        return start, data, entries
+        for chunk, data in chunks:
+            entries.append((chunk, start, len(data)))
+            start += len(data)
+        self.end = start
+        return entries
 
     def index_entries(self, entries: Sequence[tuple[int, int, int]]) -> None:
         """Point the in-memory index at chunk bytes :meth:`put_tail` wrote."""
@@ -723,26 +699,15 @@ class ArrayAppender:
 
     def _put_data(self, encoded: Sequence[tuple[int, bytes]]) -> list[_Placed]:
         """The chunk bytes at their shard tails, one write per shard; indexes untouched."""
-        placed = []
-        for shard, start, data, entries in self._reserve_data(encoded):
-            if data:
-                shard.file.pwrite(start, data)
-            placed.append((shard, entries))
-        return placed
-
-    def _reserve_data(
-        self, encoded: Sequence[tuple[int, bytes]]
-    ) -> list[tuple[_ShardFile, int, bytes, list[tuple[int, int, int]]]]:
-        """Each touched shard's tail reservation (:meth:`_ShardFile.reserve_tail`)."""
         per_shard = self.layout.chunks_per_shard
         by_shard: dict[int, list[tuple[int, bytes]]] = {}
         for chunk, data in encoded:  # one tail write per shard, chunks in commit order
             by_shard.setdefault(chunk // per_shard, []).append((chunk % per_shard, data))
-        out = []
+        placed = []
         for index, chunks in by_shard.items():
             shard = self._shard(index)
-            out.append((shard, *shard.reserve_tail(chunks)))
-        return out
+            placed.append((shard, shard.put_tail(chunks)))
+        return placed
 
     def _put_metadata(self, placed: Sequence[_Placed], metadata: dict[str, Any]) -> None:
         """The shard indexes pointing at ``placed`` (from :meth:`_put_data`), then ``zarr.json``."""

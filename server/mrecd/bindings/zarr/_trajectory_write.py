@@ -669,8 +669,6 @@ class TrajectoryWriter:
         if self._committer is None:
             self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mrecd-commit")
             self._encoder = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mrecd-encode")
-        if self._syncer is None:
-            self._syncer = ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="mrecd-io")
         assert self._encoder is not None
         # two FIFO stages: a commit encodes while the one before it is still being written
         encoded = self._encoder.submit(self._encode, commit)
@@ -732,19 +730,16 @@ class TrajectoryWriter:
 
         The batch compresses in native threads of its own (``encode_batches``),
         so one encoder thread keeps the cores busy and seldom takes the GIL.
-        The chunk bytes then go to their shard tails (``ArrayCommit.write_data``:
-        tails reserved here in commit order, written by the I/O pool; the
-        committer waits for them before the indexes) while the committer may
-        still be publishing the commit before: nothing
+        The chunk bytes then go to their shard tails (``ArrayCommit.write_data``)
+        while the committer may still be publishing the commit before: nothing
         references them until this commit's indexes are written, after that
         commit's marker. So a commit's largest writes leave the committer's
         path, which keeps each commit's order (data, ``zarr.json``, marker last).
         """
         with self._breaking():
             ArrayCommit.encode_all(commit.arrays)
-            assert self._syncer is not None
-            for array in commit.arrays:  # the writes run on the I/O pool, the arrays at once
-                array.write_data(self._syncer.submit)
+            for array in commit.arrays:
+                array.write_data()
 
     def _run(self, commit: _Commit, encoded: Future[None]) -> None:
         """On the committer thread, once ``commit`` is encoded: write, publish.
@@ -815,7 +810,8 @@ class TrajectoryWriter:
         Whatever fails, none is still running when this returns, so nothing
         published after it can overtake a write of this step.
         """
-        assert self._syncer is not None  # made with the committer (flush)
+        if self._syncer is None:
+            self._syncer = ThreadPoolExecutor(_SYNC_THREADS, thread_name_prefix="mrecd-io")
         futures = [self._syncer.submit(call) for call in calls]
         wait(futures)
         for future in futures:
