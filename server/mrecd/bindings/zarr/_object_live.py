@@ -412,10 +412,6 @@ class ObjectArrayAppender(ArrayAppender):
     the next commit (``If-Match`` through :class:`ConditionalStore`).
     """
 
-    #: A chunk PUT replaces a key readers may follow (the partial tail chunk), and a
-    #: lost commit's rollback undoes the PUTs of that commit only: all in :meth:`_put`.
-    early_data = False
-
     def __init__(
         self,
         path: Location,

@@ -449,7 +449,6 @@ class ArrayCommit:
         self.jobs = jobs
         self.metadata = metadata
         self.encoded: list[bytes | None] = [None] * len(jobs)
-        self._placed: list[_Placed] | None = None
 
     def encode_range(self, start: int, stop: int) -> None:
         """Encode jobs ``[start, stop)``; disjoint ranges may run in parallel threads."""
@@ -464,28 +463,11 @@ class ArrayCommit:
         for commit, encoded in zip(commits, encode_batches(batches), strict=True):
             commit.encoded[:] = encoded
 
-    def write_data(self) -> None:
-        """Write the chunk bytes ahead, where they stay unreferenced until :meth:`write`.
-
-        Only an appender with :attr:`ArrayAppender.early_data` writes here (shard
-        tails); others write everything in :meth:`write`. Commits of one appender
-        write their data in the order they were prepared.
-        """
-        if self.appender.early_data and self._placed is None:
-            self._placed = self.appender._put_data(self._encoded())
-
     def write(self) -> None:
-        """Chunk bytes at the shard tails (unless :meth:`write_data` wrote them), the shard
-        indexes, then ``zarr.json``."""
-        if self._placed is None:
-            self.appender._put(self._encoded(), self.metadata)
-        else:
-            self.appender._put_metadata(self._placed, self.metadata)
-
-    def _encoded(self) -> list[tuple[int, bytes]]:
+        """Chunk bytes at the shard tails, the shard indexes, then ``zarr.json``."""
         encoded = [(job[0], data) for job, data in zip(self.jobs, self.encoded, strict=True)]
         assert all(data is not None for _, data in encoded), "encode before write"
-        return encoded  # type: ignore[return-value]
+        self.appender._put(encoded, self.metadata)  # type: ignore[arg-type]
 
 
 class _ShardFile:
@@ -510,34 +492,17 @@ class _ShardFile:
 
     def put_many(self, chunks: Sequence[tuple[int, bytes]]) -> None:
         """Write ``chunks`` back to back at the tail in one positional write, then index them."""
-        self.index_entries(self.put_tail(chunks))
-
-    def put_tail(self, chunks: Sequence[tuple[int, bytes]]) -> list[tuple[int, int, int]]:
-        """Write ``chunks`` back to back at the tail in one positional write; index nothing.
-
-        Returns the ``(chunk, offset, size)`` entries for :meth:`index_entries`.
-        Until the index holds them the bytes are no chunk's: a reader follows
-        the index, and the reopen rule cuts a shard after its last indexed chunk.
-        """
         if not chunks:
-            return []
+            return
         start = self.end
         self.file.pwrite(
             start, chunks[0][1] if len(chunks) == 1 else b"".join(d for _, d in chunks)
         )
-        entries = []
         for chunk, data in chunks:
-            entries.append((chunk, start, len(data)))
+            self.index[chunk] = (start, len(data))
             start += len(data)
         self.end = start
-        return entries
-
-    def index_entries(self, entries: Sequence[tuple[int, int, int]]) -> None:
-        """Point the in-memory index at chunk bytes :meth:`put_tail` wrote."""
-        for chunk, offset, size in entries:
-            self.index[chunk] = (offset, size)
-        if entries:
-            self.dirty = True
+        self.dirty = True
 
     def drop_from(self, chunk: int) -> None:
         """Forget chunks ``>= chunk`` and cut the file after the last kept chunk."""
@@ -555,11 +520,6 @@ class _ShardFile:
 
     def close(self) -> None:
         self.file.close()
-
-
-#: Chunk bytes a commit wrote at one shard's tail, not yet in its index:
-#: the shard and its ``(chunk, offset, size)`` entries.
-_Placed = tuple[_ShardFile, list[tuple[int, int, int]]]
 
 
 class ArrayAppender:
@@ -583,11 +543,6 @@ class ArrayAppender:
     length
         Rows already committed; the reopen rule trims the array to it.
     """
-
-    #: Whether a commit's chunk bytes may be written before the commit ahead of it is
-    #: published (:meth:`ArrayCommit.write_data`): at a shard's tail they are no
-    #: chunk's until the index points at them.
-    early_data = True
 
     def __new__(cls, path: Location, *args: Any, **kwargs: Any) -> ArrayAppender:
         """On a store without positional writes: the object-storage appender instead."""
@@ -695,24 +650,13 @@ class ArrayAppender:
             commit.write()
 
     def _put(self, encoded: Sequence[tuple[int, bytes]], metadata: dict[str, Any]) -> None:
-        self._put_metadata(self._put_data(encoded), metadata)
-
-    def _put_data(self, encoded: Sequence[tuple[int, bytes]]) -> list[_Placed]:
-        """The chunk bytes at their shard tails, one write per shard; indexes untouched."""
         per_shard = self.layout.chunks_per_shard
         by_shard: dict[int, list[tuple[int, bytes]]] = {}
         for chunk, data in encoded:  # one tail write per shard, chunks in commit order
             by_shard.setdefault(chunk // per_shard, []).append((chunk % per_shard, data))
-        placed = []
         for index, chunks in by_shard.items():
             shard = self._shard(index)
-            placed.append((shard, shard.put_tail(chunks)))
-        return placed
-
-    def _put_metadata(self, placed: Sequence[_Placed], metadata: dict[str, Any]) -> None:
-        """The shard indexes pointing at ``placed`` (from :meth:`_put_data`), then ``zarr.json``."""
-        for shard, entries in placed:
-            shard.index_entries(entries)
+            shard.put_many(chunks)
             shard.write_index()
             self._touched.add(shard)
         write_json_atomic(self.path / "zarr.json", metadata)

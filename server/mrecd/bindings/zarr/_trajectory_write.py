@@ -535,8 +535,7 @@ class TrajectoryWriter:
         self._inflight: list[Future[None]] = []
         self._failure: BaseException | None = None
         #: the first failure of a queued commit, seen by the pipeline's threads: every
-        #: commit queued behind it writes nothing more (its data may already sit,
-        #: unreferenced, at shard tails)
+        #: commit queued behind it writes nothing
         self._broken: BaseException | None = None
         #: whether close() must commit: until a durable flush (reopen may have repairs to commit)
         self._unsynced = True
@@ -726,26 +725,19 @@ class TrajectoryWriter:
         )
 
     def _encode(self, commit: _Commit) -> None:
-        """On the encoder thread: every chunk of the commit, in one batch, then its chunk bytes.
+        """On the encoder thread: every chunk of the commit, in one batch.
 
         The batch compresses in native threads of its own (``encode_batches``),
         so one encoder thread keeps the cores busy and seldom takes the GIL.
-        The chunk bytes then go to their shard tails (``ArrayCommit.write_data``)
-        while the committer may still be publishing the commit before: nothing
-        references them until this commit's indexes are written, after that
-        commit's marker. So a commit's largest writes leave the committer's
-        path, which keeps each commit's order (data, ``zarr.json``, marker last).
         """
         with self._breaking():
             ArrayCommit.encode_all(commit.arrays)
-            for array in commit.arrays:
-                array.write_data()
 
     def _run(self, commit: _Commit, encoded: Future[None]) -> None:
         """On the committer thread, once ``commit`` is encoded: write, publish.
 
         Commits are written in the order they were prepared (one committer
-        thread); only their encoding and chunk bytes run ahead.
+        thread); only their encoding runs ahead.
         """
         encoded.result()  # the encoding's error fails this commit, as before
         with self._breaking():
