@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import math
 import struct
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -533,6 +534,9 @@ class TrajectoryWriter:
         self._syncer: ThreadPoolExecutor | None = None
         self._inflight: list[Future[None]] = []
         self._failure: BaseException | None = None
+        #: the first failure of a queued commit, seen by the pipeline's threads: every
+        #: commit queued behind it writes nothing
+        self._broken: BaseException | None = None
         #: whether close() must commit: until a durable flush (reopen may have repairs to commit)
         self._unsynced = True
         try:
@@ -726,7 +730,8 @@ class TrajectoryWriter:
         The batch compresses in native threads of its own (``encode_batches``),
         so one encoder thread keeps the cores busy and seldom takes the GIL.
         """
-        ArrayCommit.encode_all(commit.arrays)
+        with self._breaking():
+            ArrayCommit.encode_all(commit.arrays)
 
     def _run(self, commit: _Commit, encoded: Future[None]) -> None:
         """On the committer thread, once ``commit`` is encoded: write, publish.
@@ -735,12 +740,29 @@ class TrajectoryWriter:
         thread); only their encoding runs ahead.
         """
         encoded.result()  # the encoding's error fails this commit, as before
-        self._write_arrays(commit.arrays)
-        for path, document in commit.groups:
-            write_json_atomic(path, document, durable=commit.durable)
-        if commit.durable:
-            self._sync_all(commit.appenders)
-        self._publish(*commit.trajectory, durable=commit.durable)
+        with self._breaking():
+            self._write_arrays(commit.arrays)
+            for path, document in commit.groups:
+                write_json_atomic(path, document, durable=commit.durable)
+            if commit.durable:
+                self._sync_all(commit.appenders)
+            self._publish(*commit.trajectory, durable=commit.durable)
+
+    @contextmanager
+    def _breaking(self) -> Iterator[None]:
+        """Run a pipeline step of a commit: none after a queued commit failed, and a failure
+        here stops every commit queued behind this one."""
+        if self._broken is not None:
+            raise InvalidRecord(
+                f"a commit queued before this one failed ({self._broken!r}); this one"
+                " writes nothing"
+            ) from self._broken
+        try:
+            yield
+        except BaseException as exc:
+            if self._broken is None:
+                self._broken = exc
+            raise
 
     def _write_arrays(self, arrays: list[ArrayCommit]) -> None:
         """Every array's chunks, shard index, then its ``zarr.json``: the arrays at once,
