@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import faulthandler
 import signal
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -33,8 +34,13 @@ def dump_stacks_on_sigusr1() -> None:
     (``kill -USR1 <pid>``) without stopping it; faulthandler writes from its
     own C handler, so this works even while the event loop is blocked.
     """
-    if hasattr(signal, "SIGUSR1"):  # not on Windows
-        faulthandler.register(signal.SIGUSR1, all_threads=True)
+    if not hasattr(signal, "SIGUSR1"):  # Windows
+        return
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return  # stderr is no file (captured, replaced or closed): nowhere to write
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
