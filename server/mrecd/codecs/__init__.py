@@ -1,6 +1,7 @@
 """Pure array<->bytes functions: MRF1 frame bytes (and, with the bindings, Zarr codec pipelines)."""
 
 from ._mrf1 import MAGIC, decode_blocks, decode_frame, encode_blocks, encode_frame, plain_document
+from ._plain_system import plain_system
 from ._records import (
     RECORDS,
     RecordItem,
@@ -25,4 +26,5 @@ __all__ = [
     "encode_record",
     "encode_stored_record",
     "plain_document",
+    "plain_system",
 ]

@@ -52,6 +52,7 @@ from ..model import (
     encode_meta,
 )
 from ._mrf1 import _NUMPY, MAGIC, _decode_block, _split, decode_frame, encode_frame
+from ._plain_system import plain_system
 
 __all__ = [
     "RECORDS",
@@ -528,7 +529,8 @@ class RecordStreamDecoder:
         self._count += 1
         system = None
         if header["system"]:
-            system = _frame(items.pop(0), f"{where}.system")
+            raw = bytes(items.pop(0))
+            system = plain_system(raw) or _frame(raw, f"{where}.system")
         frames: Sequence[Frame]
         if header.get("updates") is not None:
             frames = _stored(items, header["updates"], where)
