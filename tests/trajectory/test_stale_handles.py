@@ -20,6 +20,7 @@ import pytest
 import mrecd
 from mrecd import api
 from mrecd.api import Producer
+from mrecd.api._trajectory import Trajectory
 from mrecd.errors import PreconditionFailed
 
 
@@ -34,12 +35,18 @@ def catalogs(tmp_path: Path) -> tuple[api.Catalog, api.Catalog]:
     return api.open(str(tmp_path)), api.open(str(tmp_path))
 
 
+def trajectory_of(record: api.StoredRecord) -> Trajectory:
+    """A writable record's trajectory (never ``None`` there: the first append creates it)."""
+    traj = record.trajectory
+    assert traj is not None, "a writable record always has a trajectory object"
+    return traj
+
+
 def test_if_match_zero_through_an_unborn_handle_sees_the_birth_elsewhere(tmp_path: Path) -> None:
     here, there = catalogs(tmp_path)
-    late = here.create_record("run").trajectory  # this worker saw the record unborn
-    assert late is not None and len(late) == 0
-    first = there.record("run", "r+").trajectory
-    assert first is not None
+    late = trajectory_of(here.create_record("run"))  # this worker saw the record unborn
+    assert len(late) == 0
+    first = trajectory_of(there.record("run", "r+"))
     first.extend(steps(0, 4), expected_nstep=0)  # the first attempt, answer lost
     first.release_writer()
     with pytest.raises(PreconditionFailed) as refused:
@@ -51,12 +58,11 @@ def test_if_match_zero_through_an_unborn_handle_sees_the_birth_elsewhere(tmp_pat
 
 def test_if_match_through_a_stale_reader_is_judged_under_the_lease(tmp_path: Path) -> None:
     here, there = catalogs(tmp_path)
-    writer = there.create_record("run").trajectory
-    assert writer is not None
+    writer = trajectory_of(there.create_record("run"))
     writer.extend(steps(0, 2), expected_nstep=0)
     writer.flush()
-    stale = here.record("run", "r+").trajectory
-    assert stale is not None and len(stale) == 2  # seen at 2, no writer held here
+    stale = trajectory_of(here.record("run", "r+"))
+    assert len(stale) == 2  # seen at 2, no writer held here
     writer.extend(steps(2, 3), expected_nstep=2)
     writer.release_writer()
     with pytest.raises(PreconditionFailed) as refused:
@@ -68,10 +74,8 @@ def test_if_match_through_a_stale_reader_is_judged_under_the_lease(tmp_path: Pat
 
 def test_a_producer_retry_through_an_unborn_handle_is_a_duplicate(tmp_path: Path) -> None:
     here, there = catalogs(tmp_path)
-    late = here.create_record("run").trajectory
-    assert late is not None
-    first = there.record("run", "r+").trajectory
-    assert first is not None
+    late = trajectory_of(here.create_record("run"))
+    first = trajectory_of(there.record("run", "r+"))
     batch = Producer("sim-1", 0, 0)
     assert first.extend_once(steps(0, 4), batch).first == 0
     first.release_writer()
