@@ -765,22 +765,18 @@ class TrajectoryWriter:
             raise
 
     def _write_arrays(self, arrays: list[ArrayCommit]) -> None:
-        """Every array's chunks, shard index, then its ``zarr.json``: the arrays at once,
-        then the ``step_index`` arrays.
+        """Every array's chunks, shard index, then its ``zarr.json``: the ``offset`` arrays,
+        then the ``step_index`` arrays, then the rest at once.
 
         Each array keeps its own order (data before its metadata); arrays are
-        independent files, so their writes overlap. Replacing a ``zarr.json``
-        waits on the filesystem (ext4 starts writing the new file out when it
-        is renamed over the old one), and one commit replaces one per array.
-        On object storage a lost commit's rollback undoes only PUTs that landed
-        (``ConditionalStore``), so PUTs still in flight in other arrays are safe.
+        independent files, so the writes of one phase overlap. Replacing a
+        ``zarr.json`` waits on the filesystem (ext4 starts writing the new file
+        out when it is renamed over the old one), and one commit replaces one
+        per array. On object storage a lost commit's rollback undoes only PUTs
+        that landed (``ConditionalStore``), so PUTs still in flight in other
+        arrays are safe.
         """
-        # A ``step_index`` goes after the rest: it is what makes an indexed block's
-        # update exist, and a commit cut short must leave at worst an ``offset``
-        # without it (readers ignore that), never a ``step_index`` without its offset.
-        is_last = [a.appender.path.key.endswith("/step_index") for a in arrays]
-        first = [a for a, late in zip(arrays, is_last, strict=True) if not late]
-        for phase in (first, [a for a, late in zip(arrays, is_last, strict=True) if late]):
+        for phase in _index_first(arrays):
             if len(phase) < 2:
                 for array in phase:
                     array.write()
@@ -864,6 +860,30 @@ class _Commit:
         self.trajectory = trajectory
         self.durable = durable
         self.appenders = appenders
+
+
+def _index_first(arrays: list[ArrayCommit]) -> list[list[ArrayCommit]]:
+    """A commit's arrays in write phases: ``offset``s, then ``step_index``es, then the data.
+
+    An index entry counts only below ``nstep`` (chunking.md §3), so an index
+    landing ahead of its data changes no committed frame; the data landing
+    ahead of its index could. A regular block's markers count its updates by
+    column length: were the rows of the update that materializes the index
+    (one at an ordinal past the last update) to land without ``step_index``,
+    a reader would count them as the next regular update and give the frames
+    between the two the new rows. ``offset`` goes before ``step_index``, so a
+    cut commit leaves at worst an ``offset`` alone, which readers ignore.
+    """
+    offsets: list[ArrayCommit] = []
+    indexes: list[ArrayCommit] = []
+    data: list[ArrayCommit] = []
+    for array in arrays:
+        key = array.appender.path.key
+        phase = (
+            offsets if key.endswith("/offset") else indexes if key.endswith("/step_index") else data
+        )
+        phase.append(array)
+    return [phase for phase in (offsets, indexes, data) if phase]
 
 
 def _meta_row(tag: str, value: Any) -> npt.NDArray[Any]:
