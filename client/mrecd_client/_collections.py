@@ -146,12 +146,18 @@ def _parts(record: Any, path: str) -> tuple[dict[str, Any], Frame | None, list[F
 
 
 def _record(item: RecordItem) -> Record:
-    if not isinstance(item.frames, StoredFrames):
-        return Record(item.meta, system=item.system, trajectory=item.frames)
+    """The record of a decoded stream item, without :class:`Record`'s checks of
+    its parts: the decoder built them (a JSON object, a frame, frames)."""
+    record = object.__new__(Record)
+    record.meta, record.system = item.meta, item.system
+    frames = item.frames
     # Frames that travelled as stored updates are built on first use, as a
     # local read_many's are: Record would build them all to copy them into a list.
-    record = Record(item.meta, system=item.system)
-    record.trajectory = item.frames  # type: ignore[assignment]
+    trajectory = frames if frames is None or isinstance(frames, StoredFrames) else list(frames)
+    record.trajectory = trajectory  # type: ignore[assignment]
+    record.frame = record.forcefield = record.declaration = None
+    record.status = record.method = None
+    record.sections = {}
     return record
 
 

@@ -29,10 +29,11 @@ incremental decoder; no I/O.
 from __future__ import annotations
 
 import json
+import json.scanner
 import math
 import struct
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Buffer, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Final
@@ -69,7 +70,8 @@ _LENGTH: Final = struct.Struct("<Q")
 _PLAIN_BLOCK: Final = frozenset({"count", "structural_shape", "columns"})
 _PLAIN_COLUMN: Final = frozenset({"dtype", "shape", "offset"})
 _PLAIN_DTYPES: Final = {d: t for d, t in _NUMPY.items() if d != "bool"}
-_HEADER_KEYS: Final = frozenset({"meta", "system", "frames", "stacked", "updates"})
+#: The C scanner ``json.loads`` runs, without its wrapping (see :func:`_parsed`).
+_SCAN: Final = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +197,7 @@ class StoredFrames(LazyFrames):
     __slots__ = ("_boxes", "_plan", "_tags", "_values", "_where")
 
     def __init__(
-        self, values: list[bytes], tags: dict[str, str], boxes: list[int], where: str
+        self, values: Sequence[Buffer], tags: dict[str, str], boxes: list[int], where: str
     ) -> None:
         self._values = values
         self._tags = tags
@@ -214,7 +216,7 @@ class StoredFrames(LazyFrames):
             frame.blocks, frame.meta, frame.meta_types, box, frame.step, frame.time
         )
 
-    def _decode(self, value: bytes, where: str) -> Frame:
+    def _decode(self, value: Buffer, where: str) -> Frame:
         """``decode_frame(value, meta_types=tags)``, the blocks viewed by the plan
         of an update decoded and checked before when their header text is alike."""
         try:
@@ -335,14 +337,6 @@ def _stored_member(member: Any, n: int, where: str) -> tuple[dict[str, str], lis
     return tags, boxes
 
 
-def _stored(items: list[bytes], member: Any, where: str) -> StoredFrames:
-    tags, boxes = _stored_member(member, len(items), where)
-    for k, value in enumerate(items):  # the framing now; each frame's bytes on first use
-        if len(value) < 8 or value[:4] != MAGIC:
-            raise FrameBytesError("an update is not MRF1 bytes", path=f"{where}.trajectory[{k}]")
-    return StoredFrames(items, tags, boxes, f"{where}.trajectory")
-
-
 def _signature(frame: Frame) -> tuple[Any, ...] | None:
     """What frames must share to stack: block and column names, dtypes, trailing, precision."""
     out = []
@@ -441,9 +435,22 @@ def _unstack(stack: Frame, member: Any, where: str) -> list[Frame]:
     return out
 
 
-def _header(data: bytes, where: str) -> dict[str, Any]:
+def _parsed(data: Any) -> Any:
+    """``json.loads(data)``: a compact UTF-8 object scanned at once, anything
+    else (whitespace, another encoding, bad JSON) left to ``json.loads``."""
     try:
-        header: Any = json.loads(data)
+        text = str(data, "utf-8")
+        value, stop = _SCAN(text, 0)
+        if stop == len(text):
+            return value
+    except (ValueError, RecursionError, StopIteration):
+        pass
+    return json.loads(bytes(data))
+
+
+def _header(data: Any, where: str) -> dict[str, Any]:
+    try:
+        header: Any = _parsed(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise FrameBytesError(f"a record header is not JSON ({exc})", path=where) from None
     if not isinstance(header, dict):
@@ -460,9 +467,9 @@ def _header(data: bytes, where: str) -> dict[str, Any]:
     return header
 
 
-def _frame(data: bytes, where: str) -> Frame:
+def _frame(data: Any, where: str) -> Frame:
     try:
-        return decode_frame(data)  # views into ``data``, a bytes object of this frame alone
+        return decode_frame(data)  # views into ``data``
     except FrameBytesError as exc:
         raise FrameBytesError(exc.message, path=f"{where}/{exc.path or ''}") from None
 
@@ -470,7 +477,7 @@ def _frame(data: bytes, where: str) -> Frame:
 def _wanted(header: dict[str, Any]) -> int:
     """The items after a record's header: its system, then its frames (one when stacked)."""
     stacked = header.get("stacked") is not None and header.get("updates") is None
-    frames = 1 if stacked else header["frames"] or 0
+    frames = 1 if stacked else header.get("frames") or 0
     return int(header["system"]) + int(frames)
 
 
@@ -479,70 +486,120 @@ class RecordStreamDecoder:
 
     Memory is bounded by one record: :meth:`feed` returns the records
     completed so far; :meth:`close` refuses a stream that ends inside one.
+    A record's frames view the bytes it arrived in (read-only), as
+    :func:`~mrecd.codecs.decode_frame` views its buffer.
     """
 
     def __init__(self) -> None:
-        self._buffer = bytearray()
-        self._need = _LENGTH.size  #: bytes the buffer must hold before an item completes
+        self._parts: list[bytes] = []  #: bytes received and not yet split, in order
+        self._held = 0  #: their length
+        self._need = _LENGTH.size  #: bytes ``_parts`` must hold before an item completes
         self._header: dict[str, Any] | None = None
         self._wanted = 0  #: items the current record's header announces
-        self._items: list[bytes] = []
+        self._items: list[memoryview] = []
+        self._magic = False  #: whether the current record's items are stored updates
+        self._bad = 1 << 62  #: the first of its items that is not MRF1 bytes (when below wanted)
         self._count = 0
+        self._members = _Members()
 
     def feed(self, chunk: bytes) -> list[RecordItem]:
         """Records completed by ``chunk``, in order."""
-        self._buffer += chunk
-        if len(self._buffer) < self._need:  # inside an item: keep the bytes, parse nothing
+        data = bytes(chunk)  # no copy of a bytes chunk
+        self._parts.append(data)
+        self._held += len(data)
+        if self._held < self._need:  # inside an item: keep the bytes, parse nothing
             return []
-        data = bytes(self._buffer)  # one copy per feed; each item then one slice of it
-        at, size, out = self._split(data)
-        del self._buffer[:at]
-        self._need = _LENGTH.size if size is None else _LENGTH.size + size
+        out: list[RecordItem] = []
+        at = 0
+        if len(self._parts) > 1:
+            data, at = self._joined(data, out)
+        at = self._split(data, at, out)
+        # the item begun at ``at`` is copied out; the items before it view ``data``
+        self._parts = [data[at:]] if at < len(data) else []
+        self._held = len(data) - at
         return out
 
-    def _split(self, data: bytes) -> tuple[int, int | None, list[RecordItem]]:
-        """Items of ``data`` consumed: the offset reached, the size of the item
-        begun there (``None``: its length is not yet in), the records completed."""
-        at, total = 0, len(data)
-        out: list[RecordItem] = []
+    def _joined(self, chunk: bytes, out: list[RecordItem]) -> tuple[bytes, int]:
+        """The bytes to split and the offset to start at, once the item begun in
+        earlier chunks is completed by the first bytes of ``chunk``: when its
+        length is known, only that item is joined (and split into ``out``)."""
+        parts = self._parts
+        if self._need <= _LENGTH.size:  # its length is not in yet
+            return b"".join(parts), 0
+        take = self._need - (self._held - len(chunk))
+        head = b"".join([*parts[:-1], chunk[:take]])
+        self._split(head, 0, out)  # takes ``head`` whole: exactly the item
+        return chunk, take
+
+    def _split(self, data: bytes, at: int, out: list[RecordItem]) -> int:
+        """Split items of ``data`` from ``at`` and append the records they
+        complete to ``out``; the offset reached (``_need`` is then the bytes
+        from there the next item needs)."""
+        total = len(data)
+        view = memoryview(data)
         unpack, step = _LENGTH.unpack_from, _LENGTH.size
-        while total - at >= step:
-            (size,) = unpack(data, at)
-            end = at + step + size
-            if end > total:
-                return at, size, out
-            item = data[at + step : end]
-            at = end
+        while True:
             if self._header is None:
-                self._header = _header(item, f"records[{self._count}]")
-                self._wanted = _wanted(self._header)
-            else:
-                self._items.append(item)
-            if len(self._items) == self._wanted:
-                out.append(self._record(f"records[{self._count}]"))
-        return at, None, out
+                if total - at < step:
+                    self._need = step
+                    return at
+                end = at + step + unpack(data, at)[0]
+                if end > total:
+                    self._need = end - at
+                    return at
+                self._begin(view[at + step : end])
+                at = end
+            items, wanted, magic = self._items, self._wanted, self._magic
+            while len(items) < wanted:
+                if total - at < step:
+                    self._need = step
+                    return at
+                start = at + step
+                end = start + unpack(data, at)[0]
+                if end > total:
+                    self._need = end - at
+                    return at
+                # stored updates: the framing now, each update's bytes on first use
+                if magic and (end - start < 8 or not data.startswith(MAGIC, start)):
+                    self._bad = min(self._bad, len(items))
+                items.append(view[start:end])
+                at = end
+            out.append(self._record(f"records[{self._count}]"))
+
+    def _begin(self, item: memoryview) -> None:
+        """Take a record's header item."""
+        header = self._header = _header(item, f"records[{self._count}]")
+        self._wanted = _wanted(header)
+        self._magic = header.get("updates") is not None
+        self._bad = 1 << 62
 
     def _record(self, where: str) -> RecordItem:
-        header, items = self._header, self._items
-        assert header is not None
+        header, items = _taken(self._header), self._items
         self._header, self._items = None, []
         self._count += 1
         system = None
-        if header["system"]:
+        if header.pop("system"):
             raw = bytes(items.pop(0))
             system = plain_system(raw) or _frame(raw, f"{where}.system")
-        frames: Sequence[Frame]
-        if header.get("updates") is not None:
-            frames = _stored(items, header["updates"], where)
-        elif header.get("stacked") is not None:
-            frames = _unstack(_frame(items[0], f"{where}.trajectory"), header["stacked"], where)
-            if len(frames) != header["frames"]:
+        n, member = header.pop("frames", None), header.pop("updates", None)
+        stacked = header.pop("stacked", None)
+        frames: Sequence[Frame] | None
+        if member is not None:
+            frames = self._stored(items, member, where, self._bad - (system is not None))
+        elif stacked is not None:
+            frames = _unstack(_frame(items[0], f"{where}.trajectory"), stacked, where)
+            if len(frames) != n:
                 raise FrameBytesError("stacked frames differ from the count", path=where)
         else:
             frames = [_frame(data, f"{where}.trajectory[{k}]") for k, data in enumerate(items)]
-        extra = {k: v for k, v in header.items() if k not in _HEADER_KEYS}
-        kept = None if header["frames"] is None else frames
-        return RecordItem(dict(header.get("meta", {})), system, kept, extra)
+        meta = header.pop("meta", {})  # the header is this record's own: its members are moved
+        return RecordItem(meta, system, None if n is None else frames, header)
+
+    def _stored(self, items: list[memoryview], member: Any, where: str, bad: int) -> StoredFrames:
+        tags, boxes = self._members.check(member, len(items), where)
+        if 0 <= bad < len(items):
+            raise FrameBytesError("an update is not MRF1 bytes", path=f"{where}.trajectory[{bad}]")
+        return StoredFrames(items, tags, boxes, f"{where}.trajectory")
 
     def close(self) -> None:
         """Refuse a stream that ended inside a record.
@@ -552,12 +609,40 @@ class RecordStreamDecoder:
         FrameBytesError
             Bytes are left over, or a record misses frames its header announced.
         """
-        left = len(self._buffer)
+        left = self._held
         if left or self._header is not None:
             raise FrameBytesError(
                 f"the record stream ended inside record {self._count} ({left} bytes left)",
                 path="body",
             )
+
+
+def _taken(header: dict[str, Any] | None) -> dict[str, Any]:
+    """The header of a record whose items are all in (always taken before them)."""
+    if header is None:
+        raise RuntimeError("a record completed without its header")
+    return header
+
+
+class _Members:
+    """The ``updates`` members of a stream's records, checked; the last one
+    without cell ordinals is kept, and a record whose member equals it takes
+    its checked tags (records of a collection share their per-step tags)."""
+
+    __slots__ = ("_last", "_tags")
+
+    def __init__(self) -> None:
+        self._last: Any = None
+        self._tags: dict[str, str] = {}
+
+    def check(self, member: Any, n: int, where: str) -> tuple[dict[str, str], list[int]]:
+        """The member's meta tags and cell ordinals, checked for ``n`` frames."""
+        if member == self._last:  # no ``boxes``: nothing that depends on ``n``
+            return self._tags, []
+        tags, boxes = _stored_member(member, n, where)
+        if not boxes and "boxes" not in member:
+            self._last, self._tags = member, tags
+        return tags, boxes
 
 
 def decode_records(body: bytes) -> Iterator[RecordItem]:

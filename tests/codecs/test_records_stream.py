@@ -1,0 +1,194 @@
+"""The records stream decoder's short ways give what the general ones give, and refuse as they do.
+
+The decoder splits items in place (each a view of the chunk it arrived in),
+joins only an item that spans chunks, scans a compact header without
+``json.loads``'s wrapping and takes a stored record's ``updates`` member
+checked once for a stream's records that share it. Each is held here to the
+plain reading: the same records from any chunking, the same header values as
+``json.loads``, the same refusals.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+
+import numpy as np
+import pytest
+
+import mrecd
+from mrecd.codecs import RecordStreamDecoder, decode_records, encode_frame, encode_stored_record
+
+SYSTEM = encode_frame(
+    mrecd.Frame({"atoms": {"element": np.array(["O", "H", "H"])}}, meta={"formula": "H2O"}),
+    meta_types=True,
+)
+TAGS = {"pe": "f64"}
+
+
+def updates(n: int, atoms: int = 3) -> list[bytes]:
+    """``n`` stored updates of ``atoms`` rows (the layout a collection stores)."""
+    return [
+        encode_frame(
+            mrecd.Frame(
+                {"atoms": {"x": np.arange(atoms, dtype=float) + s}}, meta={"pe": -float(s)}, step=s
+            ),
+            meta_types=False,
+        )
+        for s in range(n)
+    ]
+
+
+def stream(count: int) -> bytes:
+    """``count`` stored records of 0-4 updates, with and without a system."""
+    return b"".join(
+        encode_stored_record(
+            {"k": k},
+            SYSTEM if k % 2 else None,
+            updates(k % 5, 2 + k % 3),
+            meta_types=TAGS,
+            boxes=[],
+            extra={"r": k},
+        )
+        for k in range(count)
+    )
+
+
+def length(data: bytes) -> bytes:
+    return struct.pack("<Q", len(data)) + data
+
+
+def fed(body: bytes, size: int) -> list[mrecd.codecs.RecordItem]:
+    decoder = RecordStreamDecoder()
+    got = []
+    for at in range(0, len(body), size):
+        got += decoder.feed(body[at : at + size])
+    decoder.close()
+    return got
+
+
+@pytest.mark.parametrize("size", [1, 5, 8, 9, 61, 256, 4096])
+def test_any_chunking_gives_the_records_of_the_whole_body(size: int) -> None:
+    body = stream(12)
+    whole = list(decode_records(body))
+    got = fed(body, size)
+    assert [g.extra for g in got] == [w.extra for w in whole] == [{"r": k} for k in range(12)]
+    assert [g.meta for g in got] == [{"k": k} for k in range(12)]
+    assert [g.system for g in got] == [w.system for w in whole]
+    assert [list(g.frames or []) for g in got] == [list(w.frames or []) for w in whole]
+    assert [len(g.frames or []) for g in got] == [k % 5 for k in range(12)]
+
+
+def test_frames_view_the_stream_read_only() -> None:
+    (item,) = decode_records(encode_stored_record({}, None, updates(2), meta_types=TAGS))
+    assert item.frames is not None
+    x = item.frames[1]["atoms"]["x"].values
+    assert x.tolist() == [1.0, 2.0, 3.0] and not x.flags.writeable
+
+
+def test_a_stream_cut_inside_an_item_spanning_chunks_is_refused() -> None:
+    body = stream(3)
+    decoder = RecordStreamDecoder()
+    for at in range(0, len(body) - 5, 64):
+        decoder.feed(body[at : min(at + 64, len(body) - 5)])
+    with pytest.raises(mrecd.FrameBytesError, match="ended inside record 2"):
+        decoder.close()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b' {"system": false, "frames": null, "meta": {"a": 1}}',  # whitespace around
+        b'{"system": false, "frames": null, "meta": {"a": 1}}\n',
+        b'\xef\xbb\xbf{"system":false,"frames":null,"meta":{"a":1}}',  # a UTF-8 BOM
+        '{"system":false,"frames":null,"meta":{"a":1}}'.encode("utf-16"),
+        b'{"system":false,"frames":null,"meta":{"a":1},"x":NaN}',
+    ],
+)
+def test_headers_read_as_json_loads_reads_them(text: bytes) -> None:
+    (item,) = decode_records(length(text))
+    want = json.loads(text)
+    assert item.meta == want["meta"] == {"a": 1}
+    assert item.extra.keys() == want.keys() - {"meta", "system", "frames"}
+
+
+@pytest.mark.parametrize(
+    ("text", "match"),
+    [
+        (b'{"system":false,"frames":null} x', "not JSON"),
+        (b'{"system":false,"frames":null}{}', "not JSON"),
+        (b'{"system":false,"frames":null', "not JSON"),
+        (b'{"system":false,"frames":nul}', "not JSON"),
+        (b'{"system":false,"frames":null,"a":"\xff"}', "not JSON"),
+        (b"[]", "JSON object"),
+    ],
+)
+def test_headers_json_loads_refuses_are_refused(text: bytes, match: str) -> None:
+    with pytest.raises(mrecd.FrameBytesError, match=match):
+        list(decode_records(length(text)))
+
+
+def stored(member: object, values: list[bytes], k: int = 0) -> bytes:
+    header = {"r": k, "meta": {}, "system": False, "frames": len(values), "updates": member}
+    return length(json.dumps(header).encode()) + b"".join(length(v) for v in values)
+
+
+def test_records_sharing_a_member_take_its_tags_and_their_own_cells() -> None:
+    plain = {"meta_types": TAGS}
+    body = stored(plain, updates(2)) + stored({**plain, "boxes": [0]}, updates(1), 1)
+    body += stored(plain, updates(3), 2)
+    first, boxed, last = decode_records(body)
+    assert [f.meta for f in last.frames or []] == [{"pe": -0.0}, {"pe": -1.0}, {"pe": -2.0}]
+    assert [f.meta_types for f in first.frames or []] == [TAGS, TAGS]
+    assert boxed.frames is not None and len(boxed.frames) == 1
+
+
+@pytest.mark.parametrize(
+    ("member", "match"),
+    [
+        ({"meta_types": {"pe": 1}}, "maps keys to tags"),
+        ({"meta_types": {"pe": "f64"}, "boxes": [1]}, "ascending"),
+        ({"meta_types": {"pe": "f64"}, "boxes": [0, 0]}, "ascending"),
+        ({"meta_types": {"pe": "f64"}, "boxes": "0"}, "ascending"),
+        ({"meta_types": TAGS, "boxes": None}, "ascending"),
+        ([TAGS], "updates is"),
+    ],
+)
+def test_a_bad_member_after_a_good_one_is_refused(member: object, match: str) -> None:
+    body = stored({"meta_types": TAGS}, updates(1)) + stored(member, updates(1), 1)
+    with pytest.raises(mrecd.FrameBytesError, match=match) as caught:
+        list(decode_records(body))
+    assert caught.value.path == "records[1].updates"
+
+
+@pytest.mark.parametrize("bad", [b"MRF0" + bytes(8), b"MRF1", b"MRF1abc", b""])
+@pytest.mark.parametrize("system", [False, True])
+def test_an_update_that_is_not_mrf1_is_refused_with_its_ordinal(bad: bytes, system: bool) -> None:
+    good = updates(3)
+    header = {
+        "meta": {},
+        "system": system,
+        "frames": 3,
+        "updates": {"meta_types": TAGS},
+    }
+    items = [SYSTEM] if system else []
+    body = length(json.dumps(header).encode()) + b"".join(
+        length(v) for v in [*items, good[0], bad, good[2]]
+    )
+    for size in (len(body), 3):
+        with pytest.raises(mrecd.FrameBytesError, match="not MRF1") as caught:
+            fed(body, size)
+        assert caught.value.path == "records[0].trajectory[1]"
+
+
+def test_a_bad_system_is_refused_before_a_bad_update() -> None:
+    header = {"meta": {}, "system": True, "frames": 1, "updates": {"meta_types": TAGS}}
+    body = length(json.dumps(header).encode()) + length(b"MRF0" + bytes(8)) + length(b"nope")
+    with pytest.raises(mrecd.FrameBytesError, match="magic") as caught:
+        list(decode_records(body))
+    assert caught.value.path is not None and caught.value.path.startswith("records[0].system")
+
+
+def test_a_header_without_frames_has_no_trajectory() -> None:
+    (item,) = decode_records(length(b'{"system": false, "meta": {"a": 1}}'))
+    assert item.frames is None and item.meta == {"a": 1} and item.extra == {}
