@@ -17,7 +17,13 @@ import numpy as np
 import pytest
 
 import mrecd
-from mrecd.codecs import RecordStreamDecoder, decode_records, encode_frame, encode_stored_record
+from mrecd.codecs import (
+    RecordStreamDecoder,
+    decode_records,
+    encode_frame,
+    encode_stored_record,
+    stored_record_parts,
+)
 
 SYSTEM = encode_frame(
     mrecd.Frame({"atoms": {"element": np.array(["O", "H", "H"])}}, meta={"formula": "H2O"}),
@@ -192,3 +198,18 @@ def test_a_bad_system_is_refused_before_a_bad_update() -> None:
 def test_a_header_without_frames_has_no_trajectory() -> None:
     (item,) = decode_records(length(b'{"system": false, "meta": {"a": 1}}'))
     assert item.frames is None and item.meta == {"a": 1} and item.extra == {}
+
+
+def test_stored_record_parts_join_to_the_record_bytes() -> None:
+    values = updates(3)
+    meta = {"name": "wäter", "n": 2}
+    parts: list[bytes] = [b"before"]
+    stored_record_parts(parts, meta, SYSTEM, values, meta_types=TAGS, boxes=[0, 2], extra={"r": 5})
+    body = encode_stored_record(meta, SYSTEM, values, meta_types=TAGS, boxes=[0, 2], extra={"r": 5})
+    assert b"".join(parts[1:]) == body
+    header = {"r": 5, "meta": meta, "system": True, "frames": 3}
+    header["updates"] = {"meta_types": TAGS, "boxes": [0, 2]}
+    text = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
+    assert body.startswith(length(text) + length(SYSTEM) + length(values[0]))
+    with pytest.raises(ValueError):
+        encode_stored_record({"x": float("nan")}, None, [], meta_types={})

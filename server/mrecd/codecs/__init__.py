@@ -10,6 +10,7 @@ from ._records import (
     decode_records,
     encode_record,
     encode_stored_record,
+    stored_record_parts,
 )
 
 __all__ = [
@@ -27,4 +28,5 @@ __all__ = [
     "encode_stored_record",
     "plain_document",
     "plain_system",
+    "stored_record_parts",
 ]

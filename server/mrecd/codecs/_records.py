@@ -63,6 +63,7 @@ __all__ = [
     "decode_records",
     "encode_record",
     "encode_stored_record",
+    "stored_record_parts",
 ]
 
 RECORDS: Final = "application/x-mrec-records"
@@ -70,6 +71,8 @@ _LENGTH: Final = struct.Struct("<Q")
 _PLAIN_BLOCK: Final = frozenset({"count", "structural_shape", "columns"})
 _PLAIN_COLUMN: Final = frozenset({"dtype", "shape", "offset"})
 _PLAIN_DTYPES: Final = {d: t for d, t in _NUMPY.items() if d != "bool"}
+#: ``json.dumps(..., separators=(",", ":"), allow_nan=False)`` without building an encoder per call.
+_HEADER_TEXT: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
 #: The C scanner ``json.loads`` runs, without its wrapping (see :func:`_parsed`).
 _SCAN: Final = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
@@ -168,6 +171,25 @@ def encode_stored_record(
     extra
         Further header members (``r`` ...).
     """
+    parts: list[Any] = []
+    stored_record_parts(
+        parts, meta, system, updates, meta_types=meta_types, boxes=boxes, extra=extra
+    )
+    return b"".join(parts)
+
+
+def stored_record_parts(
+    parts: list[Any],
+    meta: Mapping[str, Any],
+    system: bytes | None,
+    updates: Sequence[Any],
+    *,
+    meta_types: Mapping[str, str],
+    boxes: Sequence[int] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """Append the bytes :func:`encode_stored_record` joins to ``parts``, so that
+    a caller joining many records copies each stored value once."""
     member: dict[str, Any] = {"meta_types": dict(meta_types)}
     if boxes:
         member["boxes"] = list(boxes)
@@ -178,11 +200,13 @@ def encode_stored_record(
         "frames": len(updates),
         "updates": member,
     }
-    text = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
-    parts = [_LENGTH.pack(len(text)), text]
-    for value in (system, *updates) if system is not None else updates:
-        parts += [_LENGTH.pack(len(value)), value]
-    return b"".join(parts)
+    text = _HEADER_TEXT.encode(header).encode()
+    pack = _LENGTH.pack
+    parts += [pack(len(text)), text]
+    if system is not None:
+        parts += [pack(len(system)), system]
+    for value in updates:
+        parts += [pack(len(value)), value]
 
 
 class StoredFrames(LazyFrames):
