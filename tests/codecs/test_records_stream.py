@@ -19,6 +19,7 @@ import pytest
 import mrecd
 from mrecd.codecs import (
     RecordStreamDecoder,
+    SystemCache,
     decode_records,
     encode_frame,
     encode_stored_record,
@@ -213,3 +214,41 @@ def test_stored_record_parts_join_to_the_record_bytes() -> None:
     assert body.startswith(length(text) + length(SYSTEM) + length(values[0]))
     with pytest.raises(ValueError):
         encode_stored_record({"x": float("nan")}, None, [], meta_types={})
+
+
+def systemed(k: int, atoms: int) -> bytes:
+    system = encode_frame(mrecd.Frame({"atoms": {"q": np.arange(atoms, dtype=float)}}))
+    return encode_stored_record({"k": k}, system, updates(1, atoms), meta_types=TAGS)
+
+
+def test_a_system_cache_shares_systems_of_equal_bytes_up_to_its_limit() -> None:
+    cache = SystemCache()
+    body = systemed(0, 3) + systemed(1, 4) + systemed(2, 3)
+    first = list(RecordStreamDecoder(cache).feed(body))
+    again = list(RecordStreamDecoder(cache).feed(systemed(3, 4)))
+    assert len(cache) == 2 and first[0].system is first[2].system
+    assert again[0].system is first[1].system and first[0].system != first[1].system
+    assert again[0].system == next(decode_records(systemed(3, 4))).system
+    small = SystemCache(limit=1)
+    decoded = list(RecordStreamDecoder(small).feed(body))
+    assert len(small) == 0 and decoded[0].system == first[0].system
+
+
+def test_a_bad_system_is_refused_and_not_kept() -> None:
+    cache = SystemCache()
+    header = {"meta": {}, "system": True, "frames": None}
+    body = length(json.dumps(header).encode()) + length(b"MRF1" + bytes(4))
+    for _ in range(2):
+        with pytest.raises(mrecd.FrameBytesError):
+            RecordStreamDecoder(cache).feed(body)
+    assert len(cache) == 0
+
+
+def test_a_full_system_cache_drops_its_oldest_first() -> None:
+    frames = [mrecd.Frame({"atoms": {"q": np.arange(n, dtype=float)}}) for n in (1, 2, 3)]
+    raws = [encode_frame(frame) for frame in frames]
+    cache = SystemCache(limit=len(raws[1]) + len(raws[2]))
+    for raw, frame in zip(raws, frames, strict=True):
+        cache.put(raw, frame)
+    assert cache.get(raws[0]) is None and cache.get(raws[1]) is frames[1]
+    assert cache.get(raws[2]) is frames[2] and len(cache) == 2

@@ -32,6 +32,7 @@ import json
 import json.scanner
 import math
 import struct
+import threading
 from bisect import bisect_right
 from collections.abc import Buffer, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,7 @@ __all__ = [
     "RecordItem",
     "RecordStreamDecoder",
     "StoredFrames",
+    "SystemCache",
     "decode_records",
     "encode_record",
     "encode_stored_record",
@@ -505,16 +507,54 @@ def _wanted(header: dict[str, Any]) -> int:
     return int(header["system"]) + int(frames)
 
 
+class SystemCache:
+    """Decoded systems by their MRF1 bytes, up to ``limit`` bytes of them (the
+    oldest dropped first), for a reader that meets the same records again.
+
+    Records whose system bytes are equal share one :class:`Frame` (as a local
+    collection's repeated reads of a record do). Safe to share between threads.
+    """
+
+    __slots__ = ("_frames", "_limit", "_lock", "_size")
+
+    def __init__(self, limit: int = 64 * 2**20) -> None:
+        self._frames: dict[bytes, Frame] = {}
+        self._limit = limit
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, raw: bytes) -> Frame | None:
+        """The system decoded from ``raw`` before, or ``None``."""
+        return self._frames.get(raw)
+
+    def put(self, raw: bytes, system: Frame) -> None:
+        """Keep ``system``, decoded from ``raw``."""
+        with self._lock:
+            if raw in self._frames or len(raw) > self._limit:
+                return
+            self._frames[raw] = system
+            self._size += len(raw)
+            while self._size > self._limit:
+                oldest = next(iter(self._frames))
+                del self._frames[oldest]
+                self._size -= len(oldest)
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+
 class RecordStreamDecoder:
     """Split an ``application/x-mrec-records`` body into records as its bytes arrive.
 
     Memory is bounded by one record: :meth:`feed` returns the records
     completed so far; :meth:`close` refuses a stream that ends inside one.
     A record's frames view the bytes it arrived in (read-only), as
-    :func:`~mrecd.codecs.decode_frame` views its buffer.
+    :func:`~mrecd.codecs.decode_frame` views its buffer. Systems met before
+    are taken from ``systems`` when given (and kept there once decoded).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, systems: SystemCache | None = None) -> None:
+        self._systems = systems
         self._parts: list[bytes] = []  #: bytes received and not yet split, in order
         self._held = 0  #: their length
         self._need = _LENGTH.size  #: bytes ``_parts`` must hold before an item completes
@@ -603,8 +643,7 @@ class RecordStreamDecoder:
         self._count += 1
         system = None
         if header.pop("system"):
-            raw = bytes(items.pop(0))
-            system = plain_system(raw) or _frame(raw, f"{where}.system")
+            system = self._system(bytes(items.pop(0)), where)
         n, member = header.pop("frames", None), header.pop("updates", None)
         stacked = header.pop("stacked", None)
         frames: Sequence[Frame] | None
@@ -618,6 +657,15 @@ class RecordStreamDecoder:
             frames = [_frame(data, f"{where}.trajectory[{k}]") for k, data in enumerate(items)]
         meta = header.pop("meta", {})  # the header is this record's own: its members are moved
         return RecordItem(meta, system, None if n is None else frames, header)
+
+    def _system(self, raw: bytes, where: str) -> Frame:
+        systems = self._systems
+        system = None if systems is None else systems.get(raw)
+        if system is None:
+            system = plain_system(raw) or _frame(raw, f"{where}.system")
+            if systems is not None:
+                systems.put(raw, system)
+        return system
 
     def _stored(self, items: list[memoryview], member: Any, where: str, bad: int) -> StoredFrames:
         tags, boxes = self._members.check(member, len(items), where)
