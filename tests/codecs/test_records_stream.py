@@ -252,3 +252,92 @@ def test_a_full_system_cache_drops_its_oldest_first() -> None:
         cache.put(raw, frame)
     assert cache.get(raws[0]) is None and cache.get(raws[1]) is frames[1]
     assert cache.get(raws[2]) is frames[2] and len(cache) == 2
+
+
+# -- stored frames: the header text after a planned ``blocks`` text -------------------------
+
+
+def reheader(value: bytes, text: bytes) -> bytes:
+    """MRF1 ``value`` with its header text replaced by ``text`` (payload kept)."""
+    (length,) = struct.unpack_from("<I", value, 4)
+    payload = value[8 + length + (-(8 + length) & 7) :]
+    head = b"MRF1" + struct.pack("<I", len(text)) + text
+    return head + bytes(-len(head) & 7) + payload
+
+
+def header_text(value: bytes) -> bytes:
+    (length,) = struct.unpack_from("<I", value, 4)
+    return value[8 : 8 + length]
+
+
+def as_decoded(values: list[bytes], tags: dict[str, str]) -> list[object]:
+    """What the general decoder makes of each value: its frame, or its refusal."""
+    out: list[object] = []
+    for value in values:
+        try:
+            out.append(mrecd.codecs.decode_frame(value, meta_types=tags))
+        except mrecd.FrameBytesError as exc:
+            out.append(type(exc))
+    return out
+
+
+def as_stored(values: list[bytes], tags: dict[str, str]) -> list[object]:
+    (item,) = decode_records(encode_stored_record({}, None, values, meta_types=tags))
+    assert item.frames is not None
+    out: list[object] = []
+    for k in range(len(values)):
+        try:
+            out.append(item.frames[k])
+        except mrecd.FrameBytesError as exc:
+            out.append(type(exc))
+    return out
+
+
+def variants() -> list[bytes]:
+    """Updates after a first plain one: the same ``blocks`` text with headers
+    the short way takes, and ones it must leave to the general decoder."""
+    first, second = updates(2)
+    text = header_text(second)
+    cut = text.index(b',"meta"')
+    blocks, rest = text[:cut], text[cut + 1 : -1]
+    return [
+        first,
+        second,
+        reheader(second, blocks + b"}"),  # no meta, no step
+        reheader(second, blocks + b"," + rest.replace(b"-1.0", b"-1") + b"}"),  # an int f64
+        reheader(second, blocks + b"," + rest.replace(b"-1.0", b'"NaN"') + b"}"),
+        reheader(second, blocks + b"," + rest.replace(b"-1.0", b"1e400") + b"}"),
+        reheader(second, blocks + b"," + rest.replace(b"-1.0", b"NaN") + b"}"),  # bare: refused
+        reheader(second, blocks + b", " + rest + b"}"),  # whitespace
+        reheader(second, blocks + b"," + rest + b" }"),
+        reheader(second, blocks + b"," + rest + b',"odd":1}'),  # an unknown key: refused
+        reheader(second, blocks + b"," + rest + b',"blocks":{}}'),  # the last blocks wins
+        reheader(second, blocks + b"," + rest.replace(b'"pe"', b'"pf"') + b"}"),  # untagged
+        reheader(second, blocks + b',"meta":{"pe":-1.0,"_meta_types":2.0},"step":1}'),
+        reheader(second, blocks + b',"meta":{"pe":-1.0},"meta_types":{"pe":"i64"},"step":1}'),
+        reheader(second, blocks + b"," + rest + b"}")[:-8],  # the payload is short
+        reheader(second, blocks + b"," + rest[:-1] + b"\xff}"),  # not UTF-8
+    ]
+
+
+def test_stored_frames_after_a_planned_one_decode_as_decode_frame_does() -> None:
+    values = variants()
+    got, want = as_stored(values, TAGS), as_decoded(values, TAGS)
+    assert got == want
+    assert isinstance(got[2], mrecd.Frame) and got[2].meta == {} and got[2].step is None
+    assert isinstance(got[3], mrecd.Frame) and got[3].meta == {"pe": -1.0}
+    assert type(got[3].meta["pe"]) is float and got[5] == mrecd.FrameBytesError
+    assert isinstance(got[4], mrecd.Frame) and np.isnan(got[4].meta["pe"])
+    assert got[6] == got[9] == got[12] == got[13] == got[15] == mrecd.FrameBytesError
+    assert isinstance(got[11], mrecd.Frame) and got[11].meta_types == {"pf": "f64"}
+
+
+def test_plain_meta_keeps_the_tags_in_the_meta_order() -> None:
+    tags = {"a": "f64", "b": "f64"}
+    frame = mrecd.Frame({"atoms": {"x": [1.0]}}, meta={"b": 2.5, "a": -1.0}, step=3)
+    value = encode_frame(frame, meta_types=False)
+    (item,) = decode_records(encode_stored_record({}, None, [value, value], meta_types=tags))
+    assert item.frames is not None
+    for got in item.frames:
+        assert list(got.meta_types) == ["b", "a"] and got.meta == {"b": 2.5, "a": -1.0}
+    assert item.frames[0].meta_types is not item.frames[1].meta_types

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..errors import FrameBytesError, InvalidRecord
 from ..model import (
+    META_TYPES_KEY,
     Block,
     Box,
     Column,
@@ -53,7 +54,8 @@ from ..model import (
     encode_element,
     encode_meta,
 )
-from ._mrf1 import _NUMPY, MAGIC, _decode_block, _split, decode_frame, encode_frame
+from ._mrf1 import _DECODER, _NUMPY, MAGIC, _decode_block, _split, decode_frame, encode_frame
+from ._mrf1 import _HEADER_KEYS as _MRF1_KEYS
 from ._plain_system import plain_system
 
 __all__ = [
@@ -75,6 +77,12 @@ _PLAIN_COLUMN: Final = frozenset({"dtype", "shape", "offset"})
 _PLAIN_DTYPES: Final = {d: t for d, t in _NUMPY.items() if d != "bool"}
 #: ``json.dumps(..., separators=(",", ":"), allow_nan=False)`` without building an encoder per call.
 _HEADER_TEXT: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+#: The scanner of the MRF1 header decoder (bare NaN refused), without its wrapping.
+_SCAN_MRF1: Final = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]
+_HEADER_LENGTH: Final = struct.Struct("<I")
+_BLOCKS: Final = '{"blocks":'
+_COMMA: Final = ord(",")
+_CLOSE: Final = ord("}")
 #: The C scanner ``json.loads`` runs, without its wrapping (see :func:`_parsed`).
 _SCAN: Final = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
@@ -246,14 +254,17 @@ class StoredFrames(LazyFrames):
         """``decode_frame(value, meta_types=tags)``, the blocks viewed by the plan
         of an update decoded and checked before when their header text is alike."""
         try:
+            plan = self._plan
+            known = None if plan is None else plan.rest(value)
+            if plan is not None and known is not None:  # the header's blocks text is the plan's
+                return _assemble(known[0], plan.view(known[1]), self._tags)
             header, payload = _split(value)
             raw: Any = header.get("blocks")
-            plan = self._plan
             if plan is not None and plan.size == len(payload) and plan.raw == raw:
                 blocks = plan.view(payload)
             else:
                 blocks = _checked_blocks(raw, payload)
-                self._plan = _Plan.of(raw, len(payload))
+                self._plan = _Plan.of(raw, len(payload), _blocks_prefix(value))
             return _assemble(header, blocks, self._tags)
         except (FrameBytesError, InvalidRecord) as exc:
             raise FrameBytesError(exc.message, path=f"{where}/{exc.path or ''}") from None
@@ -284,8 +295,10 @@ def _assemble(header: dict[str, Any], blocks: dict[str, Block], tags: dict[str, 
     if "box" in blocks:
         raise FrameBytesError("'box' cannot name a block", path="box")
     own = header.get("meta_types")
-    meta, meta_tags = decode_meta_document(
-        header.get("meta", {}), own if own is not None else tags, path="header"
+    raw = header.get("meta", {})
+    plain = None if own is not None else _plain_meta(raw, tags)
+    meta, meta_tags = plain or decode_meta_document(
+        raw, own if own is not None else tags, path="header"
     )
     step, time, box = header.get("step"), header.get("time"), header.get("box")
     return Frame._trusted(
@@ -296,6 +309,19 @@ def _assemble(header: dict[str, Any], blocks: dict[str, Block], tags: dict[str, 
         None if step is None else decode_element("i64", step, path="step"),
         None if time is None else decode_element("f64", time, path="time"),
     )
+
+
+def _plain_meta(meta: Any, tags: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]] | None:
+    """``decode_meta_document(meta, tags)`` when ``meta`` holds exactly the tagged
+    keys, each tagged ``f64`` and a finite JSON float (per-step energies and
+    the like: held as they are); ``None`` for anything else (the general path
+    decides). ``meta`` is a parsed header's own, so it is kept, not copied."""
+    if type(meta) is not dict or meta.keys() != tags.keys() or META_TYPES_KEY in meta:
+        return None
+    for key, value in meta.items():
+        if tags[key] != "f64" or type(value) is not float or not math.isfinite(value):
+            return None
+    return meta, dict.fromkeys(meta, "f64")
 
 
 #: (column, dtype, numpy dtype, items, shape, offset)
@@ -313,9 +339,12 @@ class _Plan:
     raw: dict[str, Any]
     size: int
     blocks: tuple[tuple[str, int, tuple[_PlainColumn, ...]], ...]
+    #: ``{"blocks":`` and the ``blocks`` text of the update planned (``None``:
+    #: its header does not start so), as UTF-8 bytes
+    prefix: bytes | None = None
 
     @staticmethod
-    def of(raw: dict[str, Any], size: int) -> _Plan | None:
+    def of(raw: dict[str, Any], size: int, prefix: bytes | None = None) -> _Plan | None:
         """The plan of checked header blocks ``raw``, or ``None`` (not all plain)."""
         blocks = []
         for name, entry in raw.items():
@@ -330,7 +359,40 @@ class _Plan:
                 items = math.prod(dims)
                 columns.append((column, dtype, _PLAIN_DTYPES[dtype], items, dims, spec["offset"]))
             blocks.append((name, entry["count"], tuple(columns)))
-        return _Plan(raw, size, tuple(blocks))
+        return _Plan(raw, size, tuple(blocks), prefix)
+
+    def rest(self, value: Buffer) -> tuple[dict[str, Any], memoryview] | None:
+        """The header members after ``blocks`` and the payload of an update whose
+        header starts with this plan's prefix and whose payload has its size;
+        ``None`` for anything else (the general path decides).
+
+        The same text parses to the same blocks (a JSON value ends where its
+        text does), so ``{"blocks":B,R}`` holds the plan's blocks and the
+        members of ``{R}`` (when ``R`` names no ``blocks`` of its own: the
+        last one would win); only ``{R}`` is parsed, compact (no whitespace
+        after ``B`` or around ``{R}``) and held to the header's keys.
+        """
+        prefix = self.prefix
+        view = memoryview(value).cast("B")
+        if prefix is None or len(view) < 8 or view[:4].tobytes() != MAGIC:
+            return None
+        end = 8 + _HEADER_LENGTH.unpack_from(view, 4)[0]
+        start = end + (-end & 7)
+        cut = 8 + len(prefix)
+        if len(view) - start != self.size or end <= cut or view[8:cut].tobytes() != prefix:
+            return None
+        if view[cut] == _CLOSE:
+            return ({}, view[start:]) if end == cut + 1 else None
+        if view[cut] != _COMMA:
+            return None
+        try:
+            text = "{" + str(view[cut + 1 : end], "utf-8")
+            rest, stop = _SCAN_MRF1(text, 0)
+        except (ValueError, RecursionError, StopIteration):
+            return None
+        if stop != len(text) or type(rest) is not dict or "blocks" in rest:
+            return None
+        return (rest, view[start:]) if rest.keys() <= _MRF1_KEYS else None
 
     def view(self, payload: memoryview) -> dict[str, Block]:
         """The blocks of an update with this plan, viewing its ``payload``."""
@@ -344,6 +406,27 @@ class _Plan:
                 )
             out[name] = Block._trusted(made, count)
         return out
+
+
+def _blocks_prefix(value: Buffer) -> bytes | None:
+    """``{"blocks":`` and the ``blocks`` text of a checked update's header, when
+    its header is ``{"blocks":B}`` or ``{"blocks":B,R}`` with ``{R}`` a compact
+    object naming no ``blocks`` (so ``B`` holds the blocks the update was
+    decoded with: see :meth:`_Plan.rest`); ``None`` otherwise."""
+    view = memoryview(value).cast("B")
+    end = 8 + _HEADER_LENGTH.unpack_from(view, 4)[0]
+    text = str(view[8:end], "utf-8")
+    if not text.startswith(_BLOCKS):
+        return None
+    try:
+        _, stop = _SCAN_MRF1(text, len(_BLOCKS))
+        tail = text[stop:]
+        rest, at = ({}, 1) if tail == "}" else _SCAN_MRF1("{" + tail[1:], 0)
+    except (ValueError, RecursionError, StopIteration):
+        return None
+    if tail[:1] not in (",", "}") or at != len(tail) or type(rest) is not dict or "blocks" in rest:
+        return None
+    return text[:stop].encode()
 
 
 def _stored_member(member: Any, n: int, where: str) -> tuple[dict[str, str], list[int]]:
