@@ -211,7 +211,7 @@ class AsyncRemoteCollection:
                 if not response.is_success:
                     await response.aread()
                     self._client._core.check(response)
-                decoder = RecordsDecoder(self._core.stream_kind(response))
+                decoder = RecordsDecoder(self._core.stream_kind(response), self._core.systems)
                 async for chunk in response.aiter_bytes():
                     for record in decoder.feed(chunk):
                         done += 1

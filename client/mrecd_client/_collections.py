@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import operator
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import quote
 
@@ -26,6 +26,7 @@ from mrecd.codecs import (
     RecordItem,
     RecordStreamDecoder,
     StoredFrames,
+    SystemCache,
     decode_frame,
     encode_record,
 )
@@ -146,12 +147,18 @@ def _parts(record: Any, path: str) -> tuple[dict[str, Any], Frame | None, list[F
 
 
 def _record(item: RecordItem) -> Record:
-    if not isinstance(item.frames, StoredFrames):
-        return Record(item.meta, system=item.system, trajectory=item.frames)
+    """The record of a decoded stream item, without :class:`Record`'s checks of
+    its parts: the decoder built them (a JSON object, a frame, frames)."""
+    record = object.__new__(Record)
+    record.meta, record.system = item.meta, item.system
+    frames = item.frames
     # Frames that travelled as stored updates are built on first use, as a
     # local read_many's are: Record would build them all to copy them into a list.
-    record = Record(item.meta, system=item.system)
-    record.trajectory = item.frames  # type: ignore[assignment]
+    trajectory = frames if frames is None or isinstance(frames, StoredFrames) else list(frames)
+    record.trajectory = trajectory  # type: ignore[assignment]
+    record.frame = record.forcefield = record.declaration = None
+    record.status = record.method = None
+    record.sections = {}
     return record
 
 
@@ -169,9 +176,9 @@ def _json_record(doc: Mapping[str, Any], where: str) -> Record:
 class RecordsDecoder:
     """Records of a streamed batch read as its bytes arrive (x-mrec-records or JSON lines)."""
 
-    def __init__(self, content_type: str) -> None:
+    def __init__(self, content_type: str, systems: SystemCache | None = None) -> None:
         self._lines = content_type == NDJSON
-        self._stream = RecordStreamDecoder()
+        self._stream = RecordStreamDecoder(systems)
         self._buffer = bytearray()
         self._count = 0
 
@@ -205,9 +212,13 @@ class CollectionCore:
     ----------
     core
         The client's :class:`~mrecd_client._core.Core` (URL, token, timeout, wire).
+    systems
+        The systems of the collection's records decoded so far (by their
+        bytes: a record read again shares its system, as locally).
     """
 
     core: Core
+    systems: SystemCache = field(default_factory=SystemCache)
 
     @staticmethod
     def path(name: str) -> str:
@@ -342,7 +353,7 @@ class CollectionCore:
         kind = response.headers.get("content-type", RECORDS).split(";")[0].strip()
         if kind == JSON:
             return _json_record(json.loads(response.content), "record")
-        decoder = RecordStreamDecoder()
+        decoder = RecordStreamDecoder(self.systems)
         items = decoder.feed(response.content)
         decoder.close()
         if len(items) != 1:

@@ -238,7 +238,7 @@ class RemoteCollection:
                 if not response.is_success:
                     response.read()
                     self._client._core.check(response)
-                decoder = RecordsDecoder(self._core.stream_kind(response))
+                decoder = RecordsDecoder(self._core.stream_kind(response), self._core.systems)
                 for chunk in response.iter_bytes():
                     for record in decoder.feed(chunk):
                         done += 1

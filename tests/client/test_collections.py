@@ -129,3 +129,25 @@ async def test_remote_refusals_raise_the_local_classes(
     with pytest.raises(TypeError):
         await wait(col[True])
     assert await wait(col.extend([])) == range(0, 0)
+
+
+async def test_a_record_read_again_shares_its_decoded_system(
+    live_server: str, make_client: Callable[..., Any], kind: str
+) -> None:
+    client = make_client(live_server)
+    col = await wait(client.create_collection("systems", meta={"units": UNITS}))
+    made = [
+        mrecd.Record(
+            {"k": k},
+            system=mrecd.Frame({"atoms": {"element": np.array([["O", "H"], ["H", "C"]][k % 2])}}),
+            trajectory=record(k).trajectory,
+        )
+        for k in range(3)
+    ]
+    await wait(col.extend(made))
+    first = await wait(col.read_many([0, 1, 2, 1]))
+    again = await wait(col.read_many([2]))
+    assert [r.system for r in first] == [m.system for m in made] + [made[1].system]
+    assert first[1].system is first[3].system and first[0].system is not first[1].system
+    assert again[0].system is first[2].system is first[0].system  # equal bytes: one frame
+    assert again[0].trajectory == made[2].trajectory

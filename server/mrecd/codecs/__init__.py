@@ -7,9 +7,11 @@ from ._records import (
     RecordItem,
     RecordStreamDecoder,
     StoredFrames,
+    SystemCache,
     decode_records,
     encode_record,
     encode_stored_record,
+    stored_record_parts,
 )
 
 __all__ = [
@@ -18,6 +20,7 @@ __all__ = [
     "RecordItem",
     "RecordStreamDecoder",
     "StoredFrames",
+    "SystemCache",
     "decode_blocks",
     "decode_frame",
     "decode_records",
@@ -27,4 +30,5 @@ __all__ = [
     "encode_stored_record",
     "plain_document",
     "plain_system",
+    "stored_record_parts",
 ]

@@ -29,10 +29,12 @@ incremental decoder; no I/O.
 from __future__ import annotations
 
 import json
+import json.scanner
 import math
 import struct
+import threading
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Buffer, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Final
@@ -41,6 +43,7 @@ import numpy as np
 
 from ..errors import FrameBytesError, InvalidRecord
 from ..model import (
+    META_TYPES_KEY,
     Block,
     Box,
     Column,
@@ -51,7 +54,8 @@ from ..model import (
     encode_element,
     encode_meta,
 )
-from ._mrf1 import _NUMPY, MAGIC, _decode_block, _split, decode_frame, encode_frame
+from ._mrf1 import _DECODER, _NUMPY, MAGIC, _decode_block, _split, decode_frame, encode_frame
+from ._mrf1 import _HEADER_KEYS as _MRF1_KEYS
 from ._plain_system import plain_system
 
 __all__ = [
@@ -59,9 +63,11 @@ __all__ = [
     "RecordItem",
     "RecordStreamDecoder",
     "StoredFrames",
+    "SystemCache",
     "decode_records",
     "encode_record",
     "encode_stored_record",
+    "stored_record_parts",
 ]
 
 RECORDS: Final = "application/x-mrec-records"
@@ -69,7 +75,16 @@ _LENGTH: Final = struct.Struct("<Q")
 _PLAIN_BLOCK: Final = frozenset({"count", "structural_shape", "columns"})
 _PLAIN_COLUMN: Final = frozenset({"dtype", "shape", "offset"})
 _PLAIN_DTYPES: Final = {d: t for d, t in _NUMPY.items() if d != "bool"}
-_HEADER_KEYS: Final = frozenset({"meta", "system", "frames", "stacked", "updates"})
+#: ``json.dumps(..., separators=(",", ":"), allow_nan=False)`` without building an encoder per call.
+_HEADER_TEXT: Final = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+#: The scanner of the MRF1 header decoder (bare NaN refused), without its wrapping.
+_SCAN_MRF1: Final = json.scanner.make_scanner(_DECODER)  # type: ignore[arg-type]
+_HEADER_LENGTH: Final = struct.Struct("<I")
+_BLOCKS: Final = '{"blocks":'
+_COMMA: Final = ord(",")
+_CLOSE: Final = ord("}")
+#: The C scanner ``json.loads`` runs, without its wrapping (see :func:`_parsed`).
+_SCAN: Final = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +181,25 @@ def encode_stored_record(
     extra
         Further header members (``r`` ...).
     """
+    parts: list[Any] = []
+    stored_record_parts(
+        parts, meta, system, updates, meta_types=meta_types, boxes=boxes, extra=extra
+    )
+    return b"".join(parts)
+
+
+def stored_record_parts(
+    parts: list[Any],
+    meta: Mapping[str, Any],
+    system: bytes | None,
+    updates: Sequence[Any],
+    *,
+    meta_types: Mapping[str, str],
+    boxes: Sequence[int] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> None:
+    """Append the bytes :func:`encode_stored_record` joins to ``parts``, so that
+    a caller joining many records copies each stored value once."""
     member: dict[str, Any] = {"meta_types": dict(meta_types)}
     if boxes:
         member["boxes"] = list(boxes)
@@ -176,11 +210,13 @@ def encode_stored_record(
         "frames": len(updates),
         "updates": member,
     }
-    text = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
-    parts = [_LENGTH.pack(len(text)), text]
-    for value in (system, *updates) if system is not None else updates:
-        parts += [_LENGTH.pack(len(value)), value]
-    return b"".join(parts)
+    text = _HEADER_TEXT.encode(header).encode()
+    pack = _LENGTH.pack
+    parts += [pack(len(text)), text]
+    if system is not None:
+        parts += [pack(len(system)), system]
+    for value in updates:
+        parts += [pack(len(value)), value]
 
 
 class StoredFrames(LazyFrames):
@@ -195,7 +231,7 @@ class StoredFrames(LazyFrames):
     __slots__ = ("_boxes", "_plan", "_tags", "_values", "_where")
 
     def __init__(
-        self, values: list[bytes], tags: dict[str, str], boxes: list[int], where: str
+        self, values: Sequence[Buffer], tags: dict[str, str], boxes: list[int], where: str
     ) -> None:
         self._values = values
         self._tags = tags
@@ -214,18 +250,21 @@ class StoredFrames(LazyFrames):
             frame.blocks, frame.meta, frame.meta_types, box, frame.step, frame.time
         )
 
-    def _decode(self, value: bytes, where: str) -> Frame:
+    def _decode(self, value: Buffer, where: str) -> Frame:
         """``decode_frame(value, meta_types=tags)``, the blocks viewed by the plan
         of an update decoded and checked before when their header text is alike."""
         try:
+            plan = self._plan
+            known = None if plan is None else plan.rest(value)
+            if plan is not None and known is not None:  # the header's blocks text is the plan's
+                return _assemble(known[0], plan.view(known[1]), self._tags)
             header, payload = _split(value)
             raw: Any = header.get("blocks")
-            plan = self._plan
             if plan is not None and plan.size == len(payload) and plan.raw == raw:
                 blocks = plan.view(payload)
             else:
                 blocks = _checked_blocks(raw, payload)
-                self._plan = _Plan.of(raw, len(payload))
+                self._plan = _Plan.of(raw, len(payload), _blocks_prefix(value))
             return _assemble(header, blocks, self._tags)
         except (FrameBytesError, InvalidRecord) as exc:
             raise FrameBytesError(exc.message, path=f"{where}/{exc.path or ''}") from None
@@ -256,8 +295,10 @@ def _assemble(header: dict[str, Any], blocks: dict[str, Block], tags: dict[str, 
     if "box" in blocks:
         raise FrameBytesError("'box' cannot name a block", path="box")
     own = header.get("meta_types")
-    meta, meta_tags = decode_meta_document(
-        header.get("meta", {}), own if own is not None else tags, path="header"
+    raw = header.get("meta", {})
+    plain = None if own is not None else _plain_meta(raw, tags)
+    meta, meta_tags = plain or decode_meta_document(
+        raw, own if own is not None else tags, path="header"
     )
     step, time, box = header.get("step"), header.get("time"), header.get("box")
     return Frame._trusted(
@@ -268,6 +309,19 @@ def _assemble(header: dict[str, Any], blocks: dict[str, Block], tags: dict[str, 
         None if step is None else decode_element("i64", step, path="step"),
         None if time is None else decode_element("f64", time, path="time"),
     )
+
+
+def _plain_meta(meta: Any, tags: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]] | None:
+    """``decode_meta_document(meta, tags)`` when ``meta`` holds exactly the tagged
+    keys, each tagged ``f64`` and a finite JSON float (per-step energies and
+    the like: held as they are); ``None`` for anything else (the general path
+    decides). ``meta`` is a parsed header's own, so it is kept, not copied."""
+    if type(meta) is not dict or meta.keys() != tags.keys() or META_TYPES_KEY in meta:
+        return None
+    for key, value in meta.items():
+        if tags[key] != "f64" or type(value) is not float or not math.isfinite(value):
+            return None
+    return meta, dict.fromkeys(meta, "f64")
 
 
 #: (column, dtype, numpy dtype, items, shape, offset)
@@ -285,9 +339,12 @@ class _Plan:
     raw: dict[str, Any]
     size: int
     blocks: tuple[tuple[str, int, tuple[_PlainColumn, ...]], ...]
+    #: ``{"blocks":`` and the ``blocks`` text of the update planned (``None``:
+    #: its header does not start so), as UTF-8 bytes
+    prefix: bytes | None = None
 
     @staticmethod
-    def of(raw: dict[str, Any], size: int) -> _Plan | None:
+    def of(raw: dict[str, Any], size: int, prefix: bytes | None = None) -> _Plan | None:
         """The plan of checked header blocks ``raw``, or ``None`` (not all plain)."""
         blocks = []
         for name, entry in raw.items():
@@ -302,7 +359,40 @@ class _Plan:
                 items = math.prod(dims)
                 columns.append((column, dtype, _PLAIN_DTYPES[dtype], items, dims, spec["offset"]))
             blocks.append((name, entry["count"], tuple(columns)))
-        return _Plan(raw, size, tuple(blocks))
+        return _Plan(raw, size, tuple(blocks), prefix)
+
+    def rest(self, value: Buffer) -> tuple[dict[str, Any], memoryview] | None:
+        """The header members after ``blocks`` and the payload of an update whose
+        header starts with this plan's prefix and whose payload has its size;
+        ``None`` for anything else (the general path decides).
+
+        The same text parses to the same blocks (a JSON value ends where its
+        text does), so ``{"blocks":B,R}`` holds the plan's blocks and the
+        members of ``{R}`` (when ``R`` names no ``blocks`` of its own: the
+        last one would win); only ``{R}`` is parsed, compact (no whitespace
+        after ``B`` or around ``{R}``) and held to the header's keys.
+        """
+        prefix = self.prefix
+        view = memoryview(value).cast("B")
+        if prefix is None or len(view) < 8 or view[:4].tobytes() != MAGIC:
+            return None
+        end = 8 + _HEADER_LENGTH.unpack_from(view, 4)[0]
+        start = end + (-end & 7)
+        cut = 8 + len(prefix)
+        if len(view) - start != self.size or end <= cut or view[8:cut].tobytes() != prefix:
+            return None
+        if view[cut] == _CLOSE:
+            return ({}, view[start:]) if end == cut + 1 else None
+        if view[cut] != _COMMA:
+            return None
+        try:
+            text = "{" + str(view[cut + 1 : end], "utf-8")
+            rest, stop = _SCAN_MRF1(text, 0)
+        except (ValueError, RecursionError, StopIteration):
+            return None
+        if stop != len(text) or type(rest) is not dict or "blocks" in rest:
+            return None
+        return (rest, view[start:]) if rest.keys() <= _MRF1_KEYS else None
 
     def view(self, payload: memoryview) -> dict[str, Block]:
         """The blocks of an update with this plan, viewing its ``payload``."""
@@ -316,6 +406,27 @@ class _Plan:
                 )
             out[name] = Block._trusted(made, count)
         return out
+
+
+def _blocks_prefix(value: Buffer) -> bytes | None:
+    """``{"blocks":`` and the ``blocks`` text of a checked update's header, when
+    its header is ``{"blocks":B}`` or ``{"blocks":B,R}`` with ``{R}`` a compact
+    object naming no ``blocks`` (so ``B`` holds the blocks the update was
+    decoded with: see :meth:`_Plan.rest`); ``None`` otherwise."""
+    view = memoryview(value).cast("B")
+    end = 8 + _HEADER_LENGTH.unpack_from(view, 4)[0]
+    text = str(view[8:end], "utf-8")
+    if not text.startswith(_BLOCKS):
+        return None
+    try:
+        _, stop = _SCAN_MRF1(text, len(_BLOCKS))
+        tail = text[stop:]
+        rest, at = ({}, 1) if tail == "}" else _SCAN_MRF1("{" + tail[1:], 0)
+    except (ValueError, RecursionError, StopIteration):
+        return None
+    if tail[:1] not in (",", "}") or at != len(tail) or type(rest) is not dict or "blocks" in rest:
+        return None
+    return text[:stop].encode()
 
 
 def _stored_member(member: Any, n: int, where: str) -> tuple[dict[str, str], list[int]]:
@@ -333,14 +444,6 @@ def _stored_member(member: Any, n: int, where: str) -> tuple[dict[str, str], lis
     ):
         raise FrameBytesError("updates.boxes are ascending frame ordinals", path=at)
     return tags, boxes
-
-
-def _stored(items: list[bytes], member: Any, where: str) -> StoredFrames:
-    tags, boxes = _stored_member(member, len(items), where)
-    for k, value in enumerate(items):  # the framing now; each frame's bytes on first use
-        if len(value) < 8 or value[:4] != MAGIC:
-            raise FrameBytesError("an update is not MRF1 bytes", path=f"{where}.trajectory[{k}]")
-    return StoredFrames(items, tags, boxes, f"{where}.trajectory")
 
 
 def _signature(frame: Frame) -> tuple[Any, ...] | None:
@@ -441,9 +544,22 @@ def _unstack(stack: Frame, member: Any, where: str) -> list[Frame]:
     return out
 
 
-def _header(data: bytes, where: str) -> dict[str, Any]:
+def _parsed(data: Any) -> Any:
+    """``json.loads(data)``: a compact UTF-8 object scanned at once, anything
+    else (whitespace, another encoding, bad JSON) left to ``json.loads``."""
     try:
-        header: Any = json.loads(data)
+        text = str(data, "utf-8")
+        value, stop = _SCAN(text, 0)
+        if stop == len(text):
+            return value
+    except (ValueError, RecursionError, StopIteration):
+        pass
+    return json.loads(bytes(data))
+
+
+def _header(data: Any, where: str) -> dict[str, Any]:
+    try:
+        header: Any = _parsed(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise FrameBytesError(f"a record header is not JSON ({exc})", path=where) from None
     if not isinstance(header, dict):
@@ -460,9 +576,9 @@ def _header(data: bytes, where: str) -> dict[str, Any]:
     return header
 
 
-def _frame(data: bytes, where: str) -> Frame:
+def _frame(data: Any, where: str) -> Frame:
     try:
-        return decode_frame(data)  # views into ``data``, a bytes object of this frame alone
+        return decode_frame(data)  # views into ``data``
     except FrameBytesError as exc:
         raise FrameBytesError(exc.message, path=f"{where}/{exc.path or ''}") from None
 
@@ -470,8 +586,44 @@ def _frame(data: bytes, where: str) -> Frame:
 def _wanted(header: dict[str, Any]) -> int:
     """The items after a record's header: its system, then its frames (one when stacked)."""
     stacked = header.get("stacked") is not None and header.get("updates") is None
-    frames = 1 if stacked else header["frames"] or 0
+    frames = 1 if stacked else header.get("frames") or 0
     return int(header["system"]) + int(frames)
+
+
+class SystemCache:
+    """Decoded systems by their MRF1 bytes, up to ``limit`` bytes of them (the
+    oldest dropped first), for a reader that meets the same records again.
+
+    Records whose system bytes are equal share one :class:`Frame` (as a local
+    collection's repeated reads of a record do). Safe to share between threads.
+    """
+
+    __slots__ = ("_frames", "_limit", "_lock", "_size")
+
+    def __init__(self, limit: int = 64 * 2**20) -> None:
+        self._frames: dict[bytes, Frame] = {}
+        self._limit = limit
+        self._size = 0
+        self._lock = threading.Lock()
+
+    def get(self, raw: bytes) -> Frame | None:
+        """The system decoded from ``raw`` before, or ``None``."""
+        return self._frames.get(raw)
+
+    def put(self, raw: bytes, system: Frame) -> None:
+        """Keep ``system``, decoded from ``raw``."""
+        with self._lock:
+            if raw in self._frames or len(raw) > self._limit:
+                return
+            self._frames[raw] = system
+            self._size += len(raw)
+            while self._size > self._limit:
+                oldest = next(iter(self._frames))
+                del self._frames[oldest]
+                self._size -= len(oldest)
+
+    def __len__(self) -> int:
+        return len(self._frames)
 
 
 class RecordStreamDecoder:
@@ -479,70 +631,130 @@ class RecordStreamDecoder:
 
     Memory is bounded by one record: :meth:`feed` returns the records
     completed so far; :meth:`close` refuses a stream that ends inside one.
+    A record's frames view the bytes it arrived in (read-only), as
+    :func:`~mrecd.codecs.decode_frame` views its buffer. Systems met before
+    are taken from ``systems`` when given (and kept there once decoded).
     """
 
-    def __init__(self) -> None:
-        self._buffer = bytearray()
-        self._need = _LENGTH.size  #: bytes the buffer must hold before an item completes
+    def __init__(self, systems: SystemCache | None = None) -> None:
+        self._systems = systems
+        self._parts: list[bytes] = []  #: bytes received and not yet split, in order
+        self._held = 0  #: their length
+        self._need = _LENGTH.size  #: bytes ``_parts`` must hold before an item completes
         self._header: dict[str, Any] | None = None
         self._wanted = 0  #: items the current record's header announces
-        self._items: list[bytes] = []
+        self._items: list[memoryview] = []
+        self._magic = False  #: whether the current record's items are stored updates
+        self._bad = 1 << 62  #: the first of its items that is not MRF1 bytes (when below wanted)
         self._count = 0
+        self._members = _Members()
 
     def feed(self, chunk: bytes) -> list[RecordItem]:
         """Records completed by ``chunk``, in order."""
-        self._buffer += chunk
-        if len(self._buffer) < self._need:  # inside an item: keep the bytes, parse nothing
+        data = bytes(chunk)  # no copy of a bytes chunk
+        self._parts.append(data)
+        self._held += len(data)
+        if self._held < self._need:  # inside an item: keep the bytes, parse nothing
             return []
-        data = bytes(self._buffer)  # one copy per feed; each item then one slice of it
-        at, size, out = self._split(data)
-        del self._buffer[:at]
-        self._need = _LENGTH.size if size is None else _LENGTH.size + size
+        out: list[RecordItem] = []
+        at = 0
+        if len(self._parts) > 1:
+            data, at = self._joined(data, out)
+        at = self._split(data, at, out)
+        # the item begun at ``at`` is copied out; the items before it view ``data``
+        self._parts = [data[at:]] if at < len(data) else []
+        self._held = len(data) - at
         return out
 
-    def _split(self, data: bytes) -> tuple[int, int | None, list[RecordItem]]:
-        """Items of ``data`` consumed: the offset reached, the size of the item
-        begun there (``None``: its length is not yet in), the records completed."""
-        at, total = 0, len(data)
-        out: list[RecordItem] = []
+    def _joined(self, chunk: bytes, out: list[RecordItem]) -> tuple[bytes, int]:
+        """The bytes to split and the offset to start at, once the item begun in
+        earlier chunks is completed by the first bytes of ``chunk``: when its
+        length is known, only that item is joined (and split into ``out``)."""
+        parts = self._parts
+        if self._need <= _LENGTH.size:  # its length is not in yet
+            return b"".join(parts), 0
+        take = self._need - (self._held - len(chunk))
+        head = b"".join([*parts[:-1], chunk[:take]])
+        self._split(head, 0, out)  # takes ``head`` whole: exactly the item
+        return chunk, take
+
+    def _split(self, data: bytes, at: int, out: list[RecordItem]) -> int:
+        """Split items of ``data`` from ``at`` and append the records they
+        complete to ``out``; the offset reached (``_need`` is then the bytes
+        from there the next item needs)."""
+        total = len(data)
+        view = memoryview(data)
         unpack, step = _LENGTH.unpack_from, _LENGTH.size
-        while total - at >= step:
-            (size,) = unpack(data, at)
-            end = at + step + size
-            if end > total:
-                return at, size, out
-            item = data[at + step : end]
-            at = end
+        while True:
             if self._header is None:
-                self._header = _header(item, f"records[{self._count}]")
-                self._wanted = _wanted(self._header)
-            else:
-                self._items.append(item)
-            if len(self._items) == self._wanted:
-                out.append(self._record(f"records[{self._count}]"))
-        return at, None, out
+                if total - at < step:
+                    self._need = step
+                    return at
+                end = at + step + unpack(data, at)[0]
+                if end > total:
+                    self._need = end - at
+                    return at
+                self._begin(view[at + step : end])
+                at = end
+            items, wanted, magic = self._items, self._wanted, self._magic
+            while len(items) < wanted:
+                if total - at < step:
+                    self._need = step
+                    return at
+                start = at + step
+                end = start + unpack(data, at)[0]
+                if end > total:
+                    self._need = end - at
+                    return at
+                # stored updates: the framing now, each update's bytes on first use
+                if magic and (end - start < 8 or not data.startswith(MAGIC, start)):
+                    self._bad = min(self._bad, len(items))
+                items.append(view[start:end])
+                at = end
+            out.append(self._record(f"records[{self._count}]"))
+
+    def _begin(self, item: memoryview) -> None:
+        """Take a record's header item."""
+        header = self._header = _header(item, f"records[{self._count}]")
+        self._wanted = _wanted(header)
+        self._magic = header.get("updates") is not None
+        self._bad = 1 << 62
 
     def _record(self, where: str) -> RecordItem:
-        header, items = self._header, self._items
-        assert header is not None
+        header, items = _taken(self._header), self._items
         self._header, self._items = None, []
         self._count += 1
         system = None
-        if header["system"]:
-            raw = bytes(items.pop(0))
-            system = plain_system(raw) or _frame(raw, f"{where}.system")
-        frames: Sequence[Frame]
-        if header.get("updates") is not None:
-            frames = _stored(items, header["updates"], where)
-        elif header.get("stacked") is not None:
-            frames = _unstack(_frame(items[0], f"{where}.trajectory"), header["stacked"], where)
-            if len(frames) != header["frames"]:
+        if header.pop("system"):
+            system = self._system(bytes(items.pop(0)), where)
+        n, member = header.pop("frames", None), header.pop("updates", None)
+        stacked = header.pop("stacked", None)
+        frames: Sequence[Frame] | None
+        if member is not None:
+            frames = self._stored(items, member, where, self._bad - (system is not None))
+        elif stacked is not None:
+            frames = _unstack(_frame(items[0], f"{where}.trajectory"), stacked, where)
+            if len(frames) != n:
                 raise FrameBytesError("stacked frames differ from the count", path=where)
         else:
             frames = [_frame(data, f"{where}.trajectory[{k}]") for k, data in enumerate(items)]
-        extra = {k: v for k, v in header.items() if k not in _HEADER_KEYS}
-        kept = None if header["frames"] is None else frames
-        return RecordItem(dict(header.get("meta", {})), system, kept, extra)
+        meta = header.pop("meta", {})  # the header is this record's own: its members are moved
+        return RecordItem(meta, system, None if n is None else frames, header)
+
+    def _system(self, raw: bytes, where: str) -> Frame:
+        systems = self._systems
+        system = None if systems is None else systems.get(raw)
+        if system is None:
+            system = plain_system(raw) or _frame(raw, f"{where}.system")
+            if systems is not None:
+                systems.put(raw, system)
+        return system
+
+    def _stored(self, items: list[memoryview], member: Any, where: str, bad: int) -> StoredFrames:
+        tags, boxes = self._members.check(member, len(items), where)
+        if 0 <= bad < len(items):
+            raise FrameBytesError("an update is not MRF1 bytes", path=f"{where}.trajectory[{bad}]")
+        return StoredFrames(items, tags, boxes, f"{where}.trajectory")
 
     def close(self) -> None:
         """Refuse a stream that ended inside a record.
@@ -552,12 +764,40 @@ class RecordStreamDecoder:
         FrameBytesError
             Bytes are left over, or a record misses frames its header announced.
         """
-        left = len(self._buffer)
+        left = self._held
         if left or self._header is not None:
             raise FrameBytesError(
                 f"the record stream ended inside record {self._count} ({left} bytes left)",
                 path="body",
             )
+
+
+def _taken(header: dict[str, Any] | None) -> dict[str, Any]:
+    """The header of a record whose items are all in (always taken before them)."""
+    if header is None:
+        raise RuntimeError("a record completed without its header")
+    return header
+
+
+class _Members:
+    """The ``updates`` members of a stream's records, checked; the last one
+    without cell ordinals is kept, and a record whose member equals it takes
+    its checked tags (records of a collection share their per-step tags)."""
+
+    __slots__ = ("_last", "_tags")
+
+    def __init__(self) -> None:
+        self._last: Any = None
+        self._tags: dict[str, str] = {}
+
+    def check(self, member: Any, n: int, where: str) -> tuple[dict[str, str], list[int]]:
+        """The member's meta tags and cell ordinals, checked for ``n`` frames."""
+        if member == self._last:  # no ``boxes``: nothing that depends on ``n``
+            return self._tags, []
+        tags, boxes = _stored_member(member, n, where)
+        if not boxes and "boxes" not in member:
+            self._last, self._tags = member, tags
+        return tags, boxes
 
 
 def decode_records(body: bytes) -> Iterator[RecordItem]:

@@ -27,7 +27,7 @@ from ...codecs import (
     RECORDS,
     decode_records,
     encode_record,
-    encode_stored_record,
+    stored_record_parts,
 )
 from ...errors import InvalidRecord, PreconditionFailed, RecordOutOfRange
 from ...model import Block, Frame
@@ -507,12 +507,14 @@ async def _batch_stream(
         yield b"]"
 
 
-def _encode_stored(parts: api.StoredParts) -> bytes:
-    """One record of a batch: its updates as stored when no block carries
-    forward (no decode and re-encode), else its resolved frames stacked."""
+def _encode_stored(out: list[Any], parts: api.StoredParts) -> None:
+    """Append one record of a batch to ``out``: its updates as stored when no
+    block carries forward (no decode and re-encode), else its resolved frames
+    stacked."""
     updates, extra = parts.updates, {"r": parts.r}
     if updates is not None:
-        return encode_stored_record(
+        stored_record_parts(
+            out,
             parts.meta,
             parts.system,
             updates.values,
@@ -520,15 +522,19 @@ def _encode_stored(parts: api.StoredParts) -> bytes:
             boxes=updates.boxes,
             extra=extra,
         )
+        return
     frames = None if parts.frames is None else list(parts.frames)
-    return encode_record(parts.meta, parts.system, frames, extra)
+    out.append(encode_record(parts.meta, parts.system, frames, extra))
 
 
 def _encode_group(
     collection: api.Collection, group: Sequence[int], media_type: str, offset: int
 ) -> bytes:
     if media_type == RECORDS:
-        return b"".join(_encode_stored(parts) for parts in api.read_stored(collection, group))
+        out: list[Any] = []  # joined once: each stored value is copied once
+        for parts in api.read_stored(collection, group):
+            _encode_stored(out, parts)
+        return b"".join(out)
     pairs = zip(group, collection.read_many(group), strict=True)
     items = [_encode_record(r, rec, media.JSON) for r, rec in pairs]
     if media_type == media.NDJSON:
