@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from concurrent.futures import ThreadPoolExecutor
 
 import google_crc32c
@@ -103,13 +102,3 @@ def test_batches_encoded_in_threads_at_once_agree_with_one_at_a_time() -> None:
     with ThreadPoolExecutor(4) as pool:
         encoded = list(pool.map(codec.encode_many, batches))
     assert encoded == [[codec.encode(c) for c in batch] for batch in batches]
-
-
-@pytest.mark.parametrize("shape", [(ROWS,), (ROWS // 3, 3)])
-def test_a_batch_shuffles_as_numcodecs_does(shape: tuple[int, ...]) -> None:
-    """The batch's shuffle (numpy's copy, not numcodecs' loop) keeps numcodecs' bytes."""
-    codec = ChunkCodec("f64", shape, inner_codecs("f64", precision=1e-3))
-    chunks = [_chunk(seed)[: math.prod(shape)].reshape(shape) for seed in range(3)]
-    rows = codec.shuffled(chunks)
-    for row, chunk in zip(rows, chunks, strict=True):
-        assert row.tobytes() == bytes(Shuffle(8).encode(np.ascontiguousarray(chunk)))

@@ -35,9 +35,10 @@ import zstandard
 from numcodecs import VLenUTF8
 
 try:  # numcodecs' C loop: ~2x numpy's scattering copy for the 8-byte unshuffle
+    from numcodecs._shuffle import _doShuffle as _shuffle_c
     from numcodecs._shuffle import _doUnshuffle as _unshuffle_c
 except ImportError:  # pragma: no cover - a numcodecs without it: numpy's copies below
-    _unshuffle_c = None
+    _shuffle_c = _unshuffle_c = None
 
 from ...errors import InvalidRecord
 from ...model import DTYPE_OF_ZARR, STRING_DTYPE, ZARR_DATA_TYPE, numpy_dtype
@@ -341,13 +342,11 @@ def _shuffle(data: Any, size: int) -> Any:
 
 
 def _shuffle_into(plain: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8], size: int) -> None:
-    """:func:`_shuffle` of ``plain`` (a whole number of elements) written into ``out``.
-
-    numpy's transposing copy into the contiguous ``out``, not numcodecs' C loop:
-    it takes ~2/3 of the loop's CPU and releases the GIL while it copies, so the
-    appending thread runs beside a commit's encoding (the loop holds the GIL).
-    """
-    out.reshape(size, -1)[...] = plain.reshape(-1, size).T
+    """:func:`_shuffle` of ``plain`` (a whole number of elements) written into ``out``."""
+    if _shuffle_c is not None:
+        _shuffle_c(plain, out, size)
+    else:  # pragma: no cover - a numcodecs without its C loop
+        out.reshape(size, -1).T[...] = plain.reshape(-1, size)
 
 
 def _unshuffle(data: Any, size: int) -> Any:
