@@ -347,6 +347,10 @@ class _BoxWriter:
                 self.arrays[name] = ArrayAppender(
                     self.path / name, _layout_of(array.metadata), length=self.n_updates
                 )
+        if "step_index" not in self.arrays:  # a trivial [0] may be omitted; appends need it
+            index = ArrayAppender(self.path / "step_index", _dense_layout("u64"))
+            index.append(np.arange(self.n_updates, dtype=np.uint64))
+            self.arrays["step_index"] = index
 
     def add(self, ordinal: int, box: Box) -> None:
         if self.mode is None:
@@ -812,7 +816,7 @@ class TrajectoryWriter:
 
     def _write_arrays(self, arrays: list[ArrayCommit]) -> None:
         """Every array's chunks, shard index, then its ``zarr.json``: the arrays at once,
-        then the ``step_index`` arrays.
+        then the arrays that must come last (:meth:`_late`).
 
         Each array keeps its own order (data before its metadata); arrays are
         independent files, so their writes overlap. Replacing a ``zarr.json``
@@ -821,10 +825,7 @@ class TrajectoryWriter:
         On object storage a lost commit's rollback undoes only PUTs that landed
         (``ConditionalStore``), so PUTs still in flight in other arrays are safe.
         """
-        # A ``step_index`` goes after the rest: it is what makes an indexed block's
-        # update exist, and a commit cut short must leave at worst an ``offset``
-        # without it (readers ignore that), never a ``step_index`` without its offset.
-        is_last = [a.appender.path.key.endswith("/step_index") for a in arrays]
+        is_last = [self._late(a.appender.path.key) for a in arrays]
         first = [a for a, late in zip(arrays, is_last, strict=True) if not late]
         for phase in (first, [a for a, late in zip(arrays, is_last, strict=True) if late]):
             if len(phase) < 2:
@@ -832,6 +833,21 @@ class TrajectoryWriter:
                     array.write()
             else:
                 self._all_done([array.write for array in phase])
+
+    def _late(self, key: str) -> bool:
+        """Whether the array at ``key`` is written after the others of its commit.
+
+        A block's ``step_index`` is what makes an indexed update exist: a commit
+        cut short must leave at worst an ``offset`` without it (readers ignore
+        that), never a ``step_index`` without its offset. The cell is the other
+        way round: ``box/vectors`` without ``box/step_index`` reads as a cell
+        at ordinal 0 (a trivial index may be omitted), so the cell's arrays
+        follow its ``step_index``, and a commit cut short leaves at worst an
+        index without its cell arrays (the cell then reads from the attributes).
+        """
+        if key.startswith(self.box.path.key + "/"):
+            return not key.endswith("/step_index")
+        return key.endswith("/step_index")
 
     def _sync_all(self, appenders: list[ArrayAppender]) -> None:
         """fsync every array's writes, all at once, and return when all are done.
