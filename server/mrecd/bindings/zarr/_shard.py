@@ -463,6 +463,16 @@ class ArrayCommit:
         for commit, encoded in zip(commits, encode_batches(batches), strict=True):
             commit.encoded[:] = encoded
 
+    def then(self, later: ArrayCommit) -> ArrayCommit:
+        """This commit and ``later`` (the next one of the same array, both encoded) as one.
+
+        Written, its chunks land where the two commits would put them one after
+        the other, and the shard indexes and ``zarr.json`` end as the later one's.
+        """
+        merged = ArrayCommit(self.appender, self.jobs + later.jobs, later.metadata)
+        merged.encoded = self.encoded + later.encoded
+        return merged
+
     def write(self) -> None:
         """Chunk bytes at the shard tails, the shard indexes, then ``zarr.json``."""
         encoded = [(job[0], data) for job, data in zip(self.jobs, self.encoded, strict=True)]

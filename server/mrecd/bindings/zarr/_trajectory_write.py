@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import math
 import struct
+import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
@@ -61,7 +63,10 @@ from ._tree import Tree
 __all__ = ["TrajectoryWriter", "create_trajectory_group"]
 
 _GROUP = {"zarr_format": 3, "node_type": "group"}
-_MAX_INFLIGHT = 2  # commits queued behind the committer before an append waits
+_MAX_INFLIGHT = 6  # commits queued behind the committer before an append waits
+#: Commits waiting for the committer (its next one included) from which on the ready
+#: ones are written as one: a committer that keeps up publishes every commit alone.
+_COALESCE_AT = 3
 _SYNC_THREADS = 8  # fsyncs (and array writes) of one commit issued at once
 
 
@@ -342,6 +347,10 @@ class _BoxWriter:
                 self.arrays[name] = ArrayAppender(
                     self.path / name, _layout_of(array.metadata), length=self.n_updates
                 )
+        if "step_index" not in self.arrays:  # a trivial [0] may be omitted; appends need it
+            index = ArrayAppender(self.path / "step_index", _dense_layout("u64"))
+            index.append(np.arange(self.n_updates, dtype=np.uint64))
+            self.arrays["step_index"] = index
 
     def add(self, ordinal: int, box: Box) -> None:
         if self.mode is None:
@@ -533,6 +542,11 @@ class TrajectoryWriter:
         self._encoder: ThreadPoolExecutor | None = None
         self._syncer: ThreadPoolExecutor | None = None
         self._inflight: list[Future[None]] = []
+        #: prepared commits the committer has not taken yet, in order, with their encodings
+        self._waiting: deque[tuple[_Commit, Future[None]]] = deque()
+        self._waiting_lock = threading.Lock()
+        #: object storage rolls a lost commit back PUT by PUT: its commits go one by one
+        self._coalesce = self.path.store.positional_writes
         self._failure: BaseException | None = None
         #: the first failure of a queued commit, seen by the pipeline's threads: every
         #: commit queued behind it writes nothing
@@ -671,7 +685,9 @@ class TrajectoryWriter:
         assert self._encoder is not None
         # two FIFO stages: a commit encodes while the one before it is still being written
         encoded = self._encoder.submit(self._encode, commit)
-        self._inflight.append(self._committer.submit(self._run, commit, encoded))
+        with self._waiting_lock:
+            self._waiting.append((commit, encoded))
+        self._inflight.append(self._committer.submit(self._run, commit))
         while len(self._inflight) > (0 if wait else _MAX_INFLIGHT):
             self._settle(self._inflight.pop(0))
         self._unsynced = not (durable and wait)
@@ -733,20 +749,54 @@ class TrajectoryWriter:
         with self._breaking():
             ArrayCommit.encode_all(commit.arrays)
 
-    def _run(self, commit: _Commit, encoded: Future[None]) -> None:
+    def _run(self, commit: _Commit) -> None:
         """On the committer thread, once ``commit`` is encoded: write, publish.
 
         Commits are written in the order they were prepared (one committer
-        thread); only their encoding runs ahead.
+        thread); only their encoding runs ahead. A commit an earlier run took
+        into its group is done already (or failed with it).
         """
-        encoded.result()  # the encoding's error fails this commit, as before
+        group = self._take(commit)
+        if not group:
+            with self._breaking():
+                return
+        group[0][1].result()  # the encoding's error fails this commit, as before
         with self._breaking():
-            self._write_arrays(commit.arrays)
+            self._write_group([c for c, _ in group])
+
+    def _take(self, commit: _Commit) -> list[tuple[_Commit, Future[None]]]:
+        """``commit`` and, when the committer has fallen behind, the encoded commits after it.
+
+        Only non-durable commits join a group: a durable one is fsynced and
+        published on its own, as its caller asked.
+        """
+        with self._waiting_lock:
+            waiting = self._waiting
+            if not waiting or waiting[0][0] is not commit:
+                return []
+            group = [waiting.popleft()]
+            if not self._coalesce or commit.durable or len(waiting) + 1 < _COALESCE_AT:
+                return group
+            while waiting and _joins(*waiting[0]):
+                group.append(waiting.popleft())
+            return group
+
+    def _write_group(self, group: list[_Commit]) -> None:
+        """Write commits as one: each array's data and ``zarr.json`` once, the group
+        documents in order, then the last commit's marker, which claims them all.
+
+        The order within is that of one commit (chunking.md §2), so a crash in
+        between leaves the marker of the commit before the group.
+        """
+        last = group[-1]
+        arrays = group[0].arrays if len(group) == 1 else _merged(c.arrays for c in group)
+        self._write_arrays(arrays)
+        for commit in group:
             for path, document in commit.groups:
-                write_json_atomic(path, document, durable=commit.durable)
-            if commit.durable:
-                self._sync_all(commit.appenders)
-            self._publish(*commit.trajectory, durable=commit.durable)
+                write_json_atomic(path, document, durable=last.durable)
+        if last.durable:
+            self._sync_all(last.appenders)
+        self._publish(*last.trajectory, durable=last.durable)
 
     @contextmanager
     def _breaking(self) -> Iterator[None]:
@@ -884,6 +934,22 @@ def _index_first(arrays: list[ArrayCommit]) -> list[list[ArrayCommit]]:
         )
         phase.append(array)
     return [phase for phase in (offsets, indexes, data) if phase]
+
+
+def _joins(commit: _Commit, encoded: Future[None]) -> bool:
+    """Whether a waiting commit may join the group ahead of it: encoded, and not durable."""
+    return not commit.durable and encoded.done() and encoded.exception() is None
+
+
+def _merged(arrays: Iterable[list[ArrayCommit]]) -> list[ArrayCommit]:
+    """The array commits of consecutive commits, one per array: chunks in order, last metadata."""
+    out: dict[int, ArrayCommit] = {}
+    for commits in arrays:
+        for commit in commits:
+            key = id(commit.appender)
+            earlier = out.get(key)
+            out[key] = commit if earlier is None else earlier.then(commit)
+    return list(out.values())
 
 
 def _meta_row(tag: str, value: Any) -> npt.NDArray[Any]:
