@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import struct
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,7 +23,6 @@ from mrecd.codecs import (
     SystemCache,
     decode_records,
     encode_frame,
-    encode_stored_record,
     stored_record_parts,
 )
 
@@ -31,6 +31,11 @@ SYSTEM = encode_frame(
     meta_types=True,
 )
 TAGS = {"pe": "f64"}
+
+
+def encode_stored_record(*args: Any, **kwargs: Any) -> bytes:
+    """A stored record's bytes: its parts joined."""
+    return b"".join(stored_record_parts(*args, **kwargs))
 
 
 def updates(n: int, atoms: int = 3) -> list[bytes]:
@@ -201,13 +206,12 @@ def test_a_header_without_frames_has_no_trajectory() -> None:
     assert item.frames is None and item.meta == {"a": 1} and item.extra == {}
 
 
-def test_stored_record_parts_join_to_the_record_bytes() -> None:
+def test_stored_record_parts_keep_each_stored_value_and_join_to_the_record_bytes() -> None:
     values = updates(3)
     meta = {"name": "wäter", "n": 2}
-    parts: list[bytes] = [b"before"]
-    stored_record_parts(parts, meta, SYSTEM, values, meta_types=TAGS, boxes=[0, 2], extra={"r": 5})
-    body = encode_stored_record(meta, SYSTEM, values, meta_types=TAGS, boxes=[0, 2], extra={"r": 5})
-    assert b"".join(parts[1:]) == body
+    parts = stored_record_parts(meta, SYSTEM, values, meta_types=TAGS, boxes=[0, 2], extra={"r": 5})
+    assert all(any(part is value for part in parts) for value in values)  # not copied
+    body = b"".join(parts)
     header = {"r": 5, "meta": meta, "system": True, "frames": 3}
     header["updates"] = {"meta_types": TAGS, "boxes": [0, 2]}
     text = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()

@@ -10,7 +10,6 @@ from ._records import (
     SystemCache,
     decode_records,
     encode_record,
-    encode_stored_record,
     stored_record_parts,
 )
 
@@ -27,7 +26,6 @@ __all__ = [
     "encode_blocks",
     "encode_frame",
     "encode_record",
-    "encode_stored_record",
     "plain_document",
     "plain_system",
     "stored_record_parts",

@@ -66,7 +66,6 @@ __all__ = [
     "SystemCache",
     "decode_records",
     "encode_record",
-    "encode_stored_record",
     "stored_record_parts",
 ]
 
@@ -154,7 +153,7 @@ def encode_record(
     return b"".join(parts)
 
 
-def encode_stored_record(
+def stored_record_parts(
     meta: Mapping[str, Any],
     system: bytes | None,
     updates: Sequence[Any],
@@ -162,8 +161,10 @@ def encode_stored_record(
     meta_types: Mapping[str, str],
     boxes: Sequence[int] = (),
     extra: Mapping[str, Any] | None = None,
-) -> bytes:
-    """The bytes of one record whose trajectory travels as its stored updates.
+) -> list[Any]:
+    """One record whose trajectory travels as its stored updates, as the parts
+    its bytes join from: a caller joining many records copies each stored value
+    once.
 
     Parameters
     ----------
@@ -181,25 +182,6 @@ def encode_stored_record(
     extra
         Further header members (``r`` ...).
     """
-    parts: list[Any] = []
-    stored_record_parts(
-        parts, meta, system, updates, meta_types=meta_types, boxes=boxes, extra=extra
-    )
-    return b"".join(parts)
-
-
-def stored_record_parts(
-    parts: list[Any],
-    meta: Mapping[str, Any],
-    system: bytes | None,
-    updates: Sequence[Any],
-    *,
-    meta_types: Mapping[str, str],
-    boxes: Sequence[int] = (),
-    extra: Mapping[str, Any] | None = None,
-) -> None:
-    """Append the bytes :func:`encode_stored_record` joins to ``parts``, so that
-    a caller joining many records copies each stored value once."""
     member: dict[str, Any] = {"meta_types": dict(meta_types)}
     if boxes:
         member["boxes"] = list(boxes)
@@ -212,11 +194,12 @@ def stored_record_parts(
     }
     text = _HEADER_TEXT.encode(header).encode()
     pack = _LENGTH.pack
-    parts += [pack(len(text)), text]
+    parts: list[Any] = [pack(len(text)), text]
     if system is not None:
         parts += [pack(len(system)), system]
     for value in updates:
         parts += [pack(len(value)), value]
+    return parts
 
 
 class StoredFrames(LazyFrames):

@@ -513,8 +513,7 @@ def _encode_stored(out: list[Any], parts: api.StoredParts) -> None:
     stacked."""
     updates, extra = parts.updates, {"r": parts.r}
     if updates is not None:
-        stored_record_parts(
-            out,
+        out += stored_record_parts(
             parts.meta,
             parts.system,
             updates.values,
