@@ -53,6 +53,17 @@ def fsync_directory(path: Path) -> None:
         os.close(fd)
 
 
+def _create(path: Path) -> int:
+    """A descriptor of ``path`` created empty for writing, its parent directories made as
+    needed (only when missing: a put into an existing directory makes no ``mkdir`` call)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    try:
+        return os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, flags, 0o644)
+
+
 def _etag(st: os.stat_result) -> str:
     # A put renames a fresh file over the key, so the inode alone changes per put;
     # mtime and size catch positional writes.
@@ -115,7 +126,7 @@ class DirectoryStore(Store):
             st = self._path(key).stat()
         except _MISSING:
             return None
-        if not os.path.isfile(self._path(key)):
+        if not stat.S_ISREG(st.st_mode):
             return None
         return ObjectInfo(st.st_size, _etag(st))
 
@@ -162,10 +173,9 @@ class DirectoryStore(Store):
         durable: bool = False,
     ) -> str:
         path = self._writable(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._temporary(path)
         try:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            fd = _create(tmp)
             try:
                 os.write(fd, data) if len(data) < (1 << 30) else _write_all(fd, data)
                 if durable:
@@ -173,8 +183,9 @@ class DirectoryStore(Store):
             finally:
                 os.close(fd)
             return self._publish(tmp, path, key, mode, durable)
-        finally:
+        except BaseException:
             tmp.unlink(missing_ok=True)
+            raise
 
     def put_file(
         self,
@@ -207,6 +218,7 @@ class DirectoryStore(Store):
                 os.link(tmp, path)  # atomic create-if-absent
             except FileExistsError:
                 raise precondition_failed(key, mode) from None
+            tmp.unlink()
         elif isinstance(mode, IfMatch):
             with _flocked(path.with_name(f".{path.name}.lock")):
                 current = self.head(key)
