@@ -102,3 +102,24 @@ def test_batches_encoded_in_threads_at_once_agree_with_one_at_a_time() -> None:
     with ThreadPoolExecutor(4) as pool:
         encoded = list(pool.map(codec.encode_many, batches))
     assert encoded == [[codec.encode(c) for c in batch] for batch in batches]
+
+
+@pytest.mark.parametrize("shape", [(ROWS,), (ROWS, 3)])
+def test_rows_of_one_array_encode_as_one_chunk_at_a_time(shape: tuple[int, ...]) -> None:
+    """Runs of consecutive rows of one array take one transposing copy; the bytes are those
+    of a chunk at a time, whatever the mix of runs, gaps, strays and foreign dtypes."""
+    codec = ChunkCodec("f64", shape, inner_codecs("f64", precision=1e-3))
+    rng = np.random.default_rng(5)
+    block = quantize(rng.uniform(-40, 40, (12, *shape)), 1e-3)
+    other = quantize(rng.uniform(-40, 40, (4, *shape)), 1e-3)
+    stray = quantize(rng.uniform(-40, 40, shape), 1e-3)
+    mixes = [
+        list(block),  # one run
+        list(block[3:9]),  # a run starting inside its array
+        [*block[:4], stray, *block[4:8], *other, block[9]],  # runs, a stray, another array
+        [block[0], block[2], block[1], block[3]],  # rows of one array out of order
+        [*block[::2]],  # every other row: no run
+        [*block.astype(np.float32)[:3]],  # another dtype: converted one by one
+    ]
+    for chunks in mixes:
+        assert codec.encode_many(chunks) == [codec.encode(c) for c in chunks]

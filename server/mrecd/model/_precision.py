@@ -117,25 +117,27 @@ def quantize_rows(
     elementwise): item ``i`` is ``quantize(rows[i], precision)``, read-only.
 
     A batch of frames pays a few rounding calls per tile of rows instead of a few per
-    frame. The items view tiles of a few rows; a tile lives while one of its rows does.
+    frame. The items are the rows of one array (it lives while one of them does), so a
+    writer's encoder can shuffle consecutive rows in one copy.
     """
     if not rows:
         return []
     q = quantum(precision)
     # rows at a time that stay in a core's cache between the passes over them
     tile = max(1, _TILE_BYTES // max(1, rows[0].size * 8))
-    out: list[npt.NDArray[np.float64]] = []
+    out = np.empty((len(rows), *rows[0].shape))
     for start in range(0, len(rows), tile):
-        rounded = _quantize_tile(rows[start : start + tile], q, precision)
-        rounded.flags.writeable = False
-        out.extend(rounded)
-    return out
+        _quantize_tile(rows[start : start + tile], q, precision, out[start : start + tile])
+    out.flags.writeable = False
+    return list(out)
 
 
 def _quantize_tile(
-    rows: Sequence[npt.NDArray[np.float64]], q: float, precision: float
-) -> npt.NDArray[np.float64]:
-    out = np.empty((len(rows), *rows[0].shape))
+    rows: Sequence[npt.NDArray[np.float64]],
+    q: float,
+    precision: float,
+    out: npt.NDArray[np.float64],
+) -> None:
     scale = 1.0 / q
     with np.errstate(over="ignore"):  # an overflow to inf is a value kept, as in quantize
         for i, x in enumerate(rows):
@@ -150,8 +152,8 @@ def _quantize_tile(
     ):
         np.rint(out, out=out)
         out *= q
-        return out
-    return quantize(np.stack(rows), precision)
+        return
+    out[...] = quantize(np.stack(rows), precision)
 
 
 def on_grid(values: npt.ArrayLike, precision: float) -> bool:

@@ -231,10 +231,16 @@ class ChunkCodec:
 
     def shuffled(self, chunks: Sequence[npt.NDArray[Any]]) -> npt.NDArray[np.uint8]:
         """The shuffled bytes of each chunk, one row each (the batched pipeline's first step)."""
+        size = self._np_dtype.itemsize
         out = np.empty((len(chunks), self._nbytes), dtype=np.uint8)
-        for row, chunk in zip(out, chunks, strict=True):
-            plain = np.ascontiguousarray(chunk, dtype=self._np_dtype).view(np.uint8).reshape(-1)
-            _shuffle_into(plain, row, self._np_dtype.itemsize)
+        for start, stop, rows in _row_runs(chunks, self._np_dtype):
+            if rows is not None:  # one transposing copy for the run: one GIL release
+                block = out[start:stop].reshape(stop - start, size, -1)
+                block.transpose(0, 2, 1)[...] = rows.view(np.uint8).reshape(stop - start, -1, size)
+                continue
+            for row, chunk in zip(out[start:stop], chunks[start:stop], strict=True):
+                plain = np.ascontiguousarray(chunk, dtype=self._np_dtype).view(np.uint8)
+                _shuffle_into(plain.reshape(-1), row, size)
         return out
 
     def decode(self, data: bytes | memoryview, *, where: str = "") -> npt.NDArray[Any]:
@@ -314,6 +320,49 @@ def encode_batches(
                 out[b].append(data + _crc(data))
                 k += 1
     return out
+
+
+def _row_runs(
+    chunks: Sequence[npt.NDArray[Any]], dtype: np.dtype[Any]
+) -> list[tuple[int, int, npt.NDArray[Any] | None]]:
+    """``chunks`` cut into runs ``[start, stop)``: consecutive rows of one C-contiguous array
+    of ``dtype`` (that array's rows, as one array), or single chunks (``None``)."""
+    runs: list[tuple[int, int, npt.NDArray[Any] | None]] = []
+    start = 0
+    while start < len(chunks):
+        stop = start + 1
+        first = chunks[start]
+        base = first.base
+        if (
+            isinstance(base, np.ndarray)
+            and base.dtype == dtype
+            and base.flags.c_contiguous
+            and base.shape[1:] == first.shape
+            and first.flags.c_contiguous
+        ):
+            address = _address(first)
+            offset = address - _address(base)
+            step = first.nbytes
+            while (
+                stop < len(chunks)
+                and chunks[stop].base is base
+                and _address(chunks[stop]) == address + (stop - start) * step
+            ):
+                stop += 1
+            if stop - start > 1 and offset % step == 0:
+                first_row = offset // step
+                runs.append((start, stop, base[first_row : first_row + stop - start]))
+                start = stop
+                continue
+            stop = start + 1
+        runs.append((start, stop, None))
+        start = stop
+    return runs
+
+
+def _address(array: npt.NDArray[Any]) -> int:
+    """Where ``array``'s first element is in memory."""
+    return int(array.__array_interface__["data"][0])
 
 
 def _zstd_decompress(data: Any, nbytes: int, where: str) -> bytes:
