@@ -35,10 +35,9 @@ import zstandard
 from numcodecs import VLenUTF8
 
 try:  # numcodecs' C loop: ~2x numpy's scattering copy for the 8-byte unshuffle
-    from numcodecs._shuffle import _doShuffle as _shuffle_c
     from numcodecs._shuffle import _doUnshuffle as _unshuffle_c
 except ImportError:  # pragma: no cover - a numcodecs without it: numpy's copies below
-    _shuffle_c = _unshuffle_c = None
+    _unshuffle_c = None
 
 from ...errors import InvalidRecord
 from ...model import DTYPE_OF_ZARR, STRING_DTYPE, ZARR_DATA_TYPE, numpy_dtype
@@ -225,23 +224,38 @@ class ChunkCodec:
         return encode_batches([(self, chunks)])[0]
 
     @property
+    def nbytes(self) -> int:
+        """Bytes of one decoded chunk (0: variable, a string chunk)."""
+        return self._nbytes
+
+    @property
     def zstd_batch(self) -> tuple[int, bool] | None:
         """The zstd level and checksum flag when :func:`encode_batches` batches this pipeline."""
         return self._steps[1][1] if self._batchable else None
 
-    def shuffled(self, chunks: Sequence[npt.NDArray[Any]]) -> npt.NDArray[np.uint8]:
-        """The shuffled bytes of each chunk, one row each (the batched pipeline's first step)."""
-        size = self._np_dtype.itemsize
-        out = np.empty((len(chunks), self._nbytes), dtype=np.uint8)
-        for start, stop, rows in _row_runs(chunks, self._np_dtype):
-            if rows is not None:  # one transposing copy for the run: one GIL release
-                block = out[start:stop].reshape(stop - start, size, -1)
-                block.transpose(0, 2, 1)[...] = rows.view(np.uint8).reshape(stop - start, -1, size)
-                continue
-            for row, chunk in zip(out[start:stop], chunks[start:stop], strict=True):
-                plain = np.ascontiguousarray(chunk, dtype=self._np_dtype).view(np.uint8)
-                _shuffle_into(plain.reshape(-1), row, size)
-        return out
+    def shuffled(
+        self, chunks: Sequence[npt.NDArray[Any]], out: npt.NDArray[np.uint8]
+    ) -> npt.NDArray[np.uint8]:
+        """The shuffled bytes of each chunk, one row each (the batched pipeline's first step),
+        written into ``out`` (``len(chunks) * nbytes`` bytes) and returned as its rows.
+
+        One numpy transposing copy shuffles them all, releasing the GIL once: the
+        chunks as they are when they are the rows of one array (a batch's rounding),
+        else gathered first by plain memory copies that keep the GIL. (A copy per
+        chunk releases and retakes the GIL per chunk, and each retake waits for the
+        busy appending thread; numcodecs' per-chunk loop keeps it, but is slower.)
+        """
+        n, size = len(chunks), self._np_dtype.itemsize
+        rows = _rows_of_one_array(chunks, self._np_dtype)
+        if rows is None:
+            rows = _scratch("gathered", n * self._nbytes).reshape(n, self._nbytes)
+            gathered = memoryview(rows).cast("B")
+            for k, chunk in enumerate(chunks):
+                plain = np.ascontiguousarray(chunk, dtype=self._np_dtype)
+                gathered[k * self._nbytes : (k + 1) * self._nbytes] = memoryview(plain).cast("B")
+        shuffled = out.reshape(n, size, self._nbytes // size)
+        shuffled.transpose(0, 2, 1)[...] = rows.view(np.uint8).reshape(n, -1, size)
+        return out.reshape(n, self._nbytes)
 
     def decode(self, data: bytes | memoryview, *, where: str = "") -> npt.NDArray[Any]:
         """The full-shape chunk encoded in ``data``; refuses a checksum mismatch."""
@@ -301,13 +315,22 @@ def encode_batches(
     interval: a commit's encoding then lags the appends it should overlap.
     """
     out: list[list[bytes]] = [[] for _ in batches]
+    batched = [
+        (b, codec, chunks) for b, (codec, chunks) in enumerate(batches) if _batches(codec, chunks)
+    ]
+    scratch = _scratch("shuffled", sum(len(chunks) * codec.nbytes for _, codec, chunks in batched))
     grouped: dict[tuple[int, bool], list[tuple[int, npt.NDArray[np.uint8]]]] = {}
+    used = 0
     for b, (codec, chunks) in enumerate(batches):
         setting = codec.zstd_batch
-        if setting is None or len(chunks) < 2:
+        if setting is None or len(chunks) < 2:  # not batched (see _batches)
             out[b] = [codec.encode(chunk) for chunk in chunks]
-        else:
-            grouped.setdefault(setting, []).append((b, codec.shuffled(chunks)))
+            continue
+        size = len(chunks) * codec.nbytes
+        grouped.setdefault(setting, []).append(
+            (b, codec.shuffled(chunks, scratch[used : used + size]))
+        )
+        used += size
     for (level, checksum), members in grouped.items():
         rows = [row for _, shuffled in members for row in shuffled]
         segments = _CONTEXTS.compressor(level, checksum).multi_compress_to_buffer(
@@ -322,42 +345,55 @@ def encode_batches(
     return out
 
 
-def _row_runs(
+def _batches(codec: ChunkCodec, chunks: Sequence[npt.NDArray[Any]]) -> bool:
+    """Whether :func:`encode_batches` compresses ``chunks`` in its one zstd call."""
+    return codec.zstd_batch is not None and len(chunks) > 1
+
+
+_SCRATCH = threading.local()
+_SCRATCH_KEPT: Final = 32 << 20  # bytes of shuffled rows a thread keeps between batches
+
+
+def _scratch(name: str, nbytes: int) -> npt.NDArray[np.uint8]:
+    """``nbytes`` of this thread's reusable buffer ``name``.
+
+    A fresh multi-megabyte buffer per commit has its pages faulted in (and
+    zeroed by the kernel) as they are first written, some while the GIL is
+    held; a kept one is warm. Buffers above ``_SCRATCH_KEPT`` are not kept.
+    """
+    kept: npt.NDArray[np.uint8] | None = getattr(_SCRATCH, name, None)
+    if kept is not None and kept.size >= nbytes:
+        return kept[:nbytes]
+    fresh = np.empty(nbytes, dtype=np.uint8)
+    if nbytes <= _SCRATCH_KEPT:
+        setattr(_SCRATCH, name, fresh)
+    return fresh
+
+
+def _rows_of_one_array(
     chunks: Sequence[npt.NDArray[Any]], dtype: np.dtype[Any]
-) -> list[tuple[int, int, npt.NDArray[Any] | None]]:
-    """``chunks`` cut into runs ``[start, stop)``: consecutive rows of one C-contiguous array
-    of ``dtype`` (that array's rows, as one array), or single chunks (``None``)."""
-    runs: list[tuple[int, int, npt.NDArray[Any] | None]] = []
-    start = 0
-    while start < len(chunks):
-        stop = start + 1
-        first = chunks[start]
-        base = first.base
-        if (
-            isinstance(base, np.ndarray)
-            and base.dtype == dtype
-            and base.flags.c_contiguous
-            and base.shape[1:] == first.shape
-            and first.flags.c_contiguous
-        ):
-            address = _address(first)
-            offset = address - _address(base)
-            step = first.nbytes
-            while (
-                stop < len(chunks)
-                and chunks[stop].base is base
-                and _address(chunks[stop]) == address + (stop - start) * step
-            ):
-                stop += 1
-            if stop - start > 1 and offset % step == 0:
-                first_row = offset // step
-                runs.append((start, stop, base[first_row : first_row + stop - start]))
-                start = stop
-                continue
-            stop = start + 1
-        runs.append((start, stop, None))
-        start = stop
-    return runs
+) -> npt.NDArray[Any] | None:
+    """``chunks`` as one array when they are consecutive rows of one C-contiguous array of
+    ``dtype`` (the rows a batch's rounding makes), else ``None``."""
+    first = chunks[0]
+    base = first.base
+    if not (
+        isinstance(base, np.ndarray)
+        and base.dtype == dtype
+        and base.flags.c_contiguous
+        and base.shape[1:] == first.shape
+    ):
+        return None
+    step = first.nbytes
+    offset, address = divmod(_address(first) - _address(base), step)
+    if address or offset + len(chunks) > len(base):
+        return None
+    rows = base[offset : offset + len(chunks)]
+    start = _address(first)
+    for k, chunk in enumerate(chunks):
+        if chunk.base is not base or _address(chunk) != start + k * step:
+            return None
+    return rows
 
 
 def _address(array: npt.NDArray[Any]) -> int:
@@ -388,14 +424,6 @@ def _shuffle(data: Any, size: int) -> Any:
         out.T[...] = raw.reshape(-1, size)
         return out.reshape(-1)
     return raw[:whole].reshape(-1, size).T.tobytes() + raw[whole:].tobytes()
-
-
-def _shuffle_into(plain: npt.NDArray[np.uint8], out: npt.NDArray[np.uint8], size: int) -> None:
-    """:func:`_shuffle` of ``plain`` (a whole number of elements) written into ``out``."""
-    if _shuffle_c is not None:
-        _shuffle_c(plain, out, size)
-    else:  # pragma: no cover - a numcodecs without its C loop
-        out.reshape(size, -1).T[...] = plain.reshape(-1, size)
 
 
 def _unshuffle(data: Any, size: int) -> Any:
