@@ -18,7 +18,7 @@ from typing import Any
 from ...errors import InvalidRecord
 from ...model import Frame
 from ._keys import frame_key
-from ._read import RecordView
+from ._read import HeldFrames, RecordView
 from ._store import LmdbCollection
 
 __all__ = ["StoredUpdates", "stored_updates"]
@@ -50,7 +50,8 @@ def stored_updates(
     :meth:`LmdbCollection.frames`) when a block carries forward.
 
     Reads in ``txn``; checks every update (and caches the layout) unless this
-    process has checked them all before.
+    process has checked them all before. The values a check read are the ones
+    returned (not read again).
     """
     n = view.n_frames
     layout = view.caches.layout(view.r)
@@ -60,7 +61,8 @@ def stored_updates(
         layout = binding.layout(txn, view)
     if any(len(ordinals) != n for ordinals, _ in layout.updates.values()):
         return binding.frames(txn, view) if frames is None else frames
-    return StoredUpdates(_values(txn, view), dict(view.expect.tags), list(layout.boxes[0]))
+    values = frames.bufs if isinstance(frames, HeldFrames) else _values(txn, view)
+    return StoredUpdates(values, dict(view.expect.tags), list(layout.boxes[0]))
 
 
 def _values(txn: Any, view: RecordView) -> list[bytes]:
