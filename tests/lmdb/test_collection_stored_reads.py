@@ -95,3 +95,16 @@ def test_a_damaged_system_is_refused_by_a_first_read_as_read_many_refuses_it(
         api.read_stored(col, [0])
     assert (served.value.message, served.value.path) == (local.value.message, local.value.path)
     assert served.value.path.startswith("records[0].system")
+
+
+def test_a_missing_update_is_refused_by_a_later_read_as_by_a_first_one(stored: Path) -> None:
+    with mrecd.open_collection(stored) as col:
+        api.read_stored(col, [1])  # checked: the next read takes the values only
+        with col._binding._live().env.begin(write=True) as txn:
+            txn.delete(frame_key(4))  # record 1's second update
+        with pytest.raises(mrecd.InvalidRecord) as later:
+            api.read_stored(col, [1])
+    with mrecd.open_collection(stored) as col, pytest.raises(mrecd.InvalidRecord) as first:
+        api.read_stored(col, [1])
+    assert (later.value.message, later.value.path) == (first.value.message, first.value.path)
+    assert later.value.path == "records[1].trajectory[1]" and "missing" in later.value.message
