@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..bindings.lmdb import StoredUpdates, stored_updates, system_key
+from ..bindings.lmdb import StoredUpdates, stored_updates
 from ..model import Frame
 from ._collection import Collection, _ordinal
 
@@ -59,12 +59,11 @@ def read_stored(collection: Collection, rs: Iterable[int]) -> list[StoredParts]:
     """
     binding = collection._binding
     out = []
-    with binding.reading() as txn:
+    with binding.reading(buffers=False) as txn:  # values as bytes: each is sent as stored
         state = binding.state(txn)
         for r in rs:
             k = _ordinal(r, state.meta.n_records, "record")
-            parts = binding.record(txn, state, k)
-            system = None if parts.system is None else bytes(txn.get(system_key(k)))
+            parts, system = binding.record_stored(txn, state, k)
             updates, frames = None, None
             if parts.view is not None:
                 got = stored_updates(binding, txn, parts.view)

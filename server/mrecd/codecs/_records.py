@@ -36,7 +36,7 @@ import threading
 from bisect import bisect_right
 from collections.abc import Buffer, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
+from itertools import chain, pairwise
 from typing import Any, Final
 
 import numpy as np
@@ -197,8 +197,8 @@ def stored_record_parts(
     parts: list[Any] = [pack(len(text)), text]
     if system is not None:
         parts += [pack(len(system)), system]
-    for value in updates:
-        parts += [pack(len(value)), value]
+    # each value's length prefix, then the value: interleaved at C speed
+    parts += chain.from_iterable(zip(map(pack, map(len, updates)), updates, strict=True))
     return parts
 
 

@@ -68,6 +68,8 @@ LAYOUT_CACHE: Final = 65536
 #: Bytes of stored system values whose decoded (immutable) frames are kept.
 SYSTEM_CACHE_BYTES: Final = 64 * 2**20
 _NO_DECLARATION: Final = Declaration()
+#: A record's ``s`` value not read yet (``None`` is its absence).
+_UNREAD: Final[Any] = object()
 
 
 @dataclass(slots=True)
@@ -493,8 +495,9 @@ class LmdbCollection:
 
     # -- reading --------------------------------------------------------------------------
 
-    def record(self, txn: Any, state: _State, r: int) -> RecordParts:
-        """Record ``r`` (``0 <= r < n_records`` of ``state``) read in ``txn``."""
+    def record(self, txn: Any, state: _State, r: int, raw_system: Any = _UNREAD) -> RecordParts:
+        """Record ``r`` (``0 <= r < n_records`` of ``state``) read in ``txn``
+        (``raw_system``: its ``s`` value, when the caller has read it in ``txn``)."""
         raw_meta = txn.get(record_key(r))
         if raw_meta is None:
             raise InvalidRecord(
@@ -512,18 +515,26 @@ class LmdbCollection:
         if known is not None:
             return RecordParts(meta, *known)
         where = f"records[{r}]"
-        system, view = self._parts(txn, state, r, where)
+        system, view = self._parts(txn, state, r, where, raw_system)
         if view is not None:
             state.caches.put_view(r, state.expect, system, view)
         return RecordParts(meta, system, view)
 
+    def record_stored(self, txn: Any, state: _State, r: int) -> tuple[RecordParts, bytes | None]:
+        """:meth:`record`, and the record's stored system value (``None``: none),
+        read once in ``txn``."""
+        raw = txn.get(system_key(r))
+        system = None if raw is None else bytes(raw)
+        return self.record(txn, state, r, system), system
+
     def _parts(
-        self, txn: Any, state: _State, r: int, where: str
+        self, txn: Any, state: _State, r: int, where: str, raw_system: Any = _UNREAD
     ) -> tuple[Frame | None, RecordView | None]:
         """Record ``r``'s system and trajectory view, held to the record-level rules."""
         system = state.caches.system(r)
         if system is None:
-            raw_system = txn.get(system_key(r))
+            if raw_system is _UNREAD:
+                raw_system = txn.get(system_key(r))
             if raw_system is not None:
                 system = decode_system(raw_system, state.meta.molrec_version, where)
                 state.caches.put_system(r, system, len(raw_system))

@@ -15,10 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import InvalidRecord
 from ...model import Frame
-from ._keys import frame_key
-from ._read import RecordView
+from ._read import HeldFrames, RecordView, copies
 from ._store import LmdbCollection
 
 __all__ = ["StoredUpdates", "stored_updates"]
@@ -50,7 +48,8 @@ def stored_updates(
     :meth:`LmdbCollection.frames`) when a block carries forward.
 
     Reads in ``txn``; checks every update (and caches the layout) unless this
-    process has checked them all before.
+    process has checked them all before. The values a check read are the ones
+    returned (not read again).
     """
     n = view.n_frames
     layout = view.caches.layout(view.r)
@@ -60,21 +59,5 @@ def stored_updates(
         layout = binding.layout(txn, view)
     if any(len(ordinals) != n for ordinals, _ in layout.updates.values()):
         return binding.frames(txn, view) if frames is None else frames
-    return StoredUpdates(_values(txn, view), dict(view.expect.tags), list(layout.boxes[0]))
-
-
-def _values(txn: Any, view: RecordView) -> list[bytes]:
-    out: list[bytes] = []
-    if not view.n_frames:
-        return out
-    cursor = txn.cursor()
-    found = cursor.set_key(frame_key(view.first))
-    for k in range(view.n_frames):
-        if not found or cursor.key() != frame_key(view.first + k):
-            raise InvalidRecord(
-                f"frame key f‖{view.first + k} is missing inside the record's range (lmdb.md §5)",
-                path=f"{view.path}[{k}]",
-            )
-        out.append(bytes(cursor.value()))
-        found = cursor.next()
-    return out
+    values = frames.bufs if isinstance(frames, HeldFrames) else copies(txn, view)
+    return StoredUpdates(values, dict(view.expect.tags), list(layout.boxes[0]))
