@@ -12,8 +12,10 @@ from numcodecs import Shuffle, Zstd
 
 from mrecd import quantize
 from mrecd.bindings.zarr._codecs import inner_codecs
-from mrecd.bindings.zarr._shard import ChunkCodec
+from mrecd.bindings.zarr._shard import ChunkCodec, _rows_of_one_array
 from mrecd.errors import InvalidRecord
+from mrecd.model import numpy_dtype
+from mrecd.model._precision import quantize_rows
 
 ROWS = 3000
 
@@ -123,3 +125,39 @@ def test_rows_of_one_array_encode_as_one_chunk_at_a_time(shape: tuple[int, ...])
     ]
     for chunks in mixes:
         assert codec.encode_many(chunks) == [codec.encode(c) for c in chunks]
+
+
+def test_rows_of_a_batch_rounding_shuffle_in_place_to_the_last_row() -> None:
+    """``quantize_rows`` leaves a word of slack after its last row, so a commit taking every
+    row of a batch (the last one too) is shuffled from the rows themselves, not gathered."""
+    codec = _codec()
+    rng = np.random.default_rng(8)
+    rows = quantize_rows(list(rng.uniform(-40, 40, (6, ROWS))), 1e-3)
+    assert _rows_of_one_array(rows, np.dtype("<f8"), slack=7) is not None
+    assert codec.encode_many(rows) == [codec.encode(row) for row in rows]
+    # an array without slack after its last row is gathered first: the same bytes
+    plain = list(quantize(rng.uniform(-40, 40, (6, ROWS)), 1e-3))
+    assert _rows_of_one_array(plain, np.dtype("<f8"), slack=7) is None
+    assert _rows_of_one_array(plain[:5], np.dtype("<f8"), slack=7) is not None
+    assert codec.encode_many(plain) == [codec.encode(row) for row in plain]
+
+
+@pytest.mark.parametrize("dtype", ["u8", "i16", "i32", "f64", "c128"])
+def test_shuffle_of_every_element_size_is_numcodecs_shuffle(dtype: str) -> None:
+    """A batch shuffles elements of 1, 2, 4, 8 bytes as words and of 16 bytes by a
+    byte-strided copy: every chunk's bytes are numcodecs' shuffle, zstd, crc32c."""
+    size = numpy_dtype(dtype).itemsize
+    pipeline = [
+        {"name": "bytes", "configuration": {"endian": "little"}},
+        {"name": "numcodecs.shuffle", "configuration": {"elementsize": size}},
+        {"name": "zstd", "configuration": {"level": 3, "checksum": False}},
+        {"name": "crc32c"},
+    ]
+    codec = ChunkCodec(dtype, (ROWS,), pipeline)
+    rng = np.random.default_rng(size)
+    chunks = list(rng.integers(0, 200, (5, ROWS)).astype(numpy_dtype(dtype)))
+    encoded = codec.encode_many(chunks)
+    for chunk, data in zip(chunks, encoded, strict=True):
+        raw = Shuffle(size).encode(np.ascontiguousarray(chunk).view(np.uint8))
+        assert data == _with_crc(zstandard.ZstdCompressor(level=3).compress(bytes(raw)))
+        assert np.array_equal(codec.decode(data), chunk)

@@ -117,18 +117,22 @@ def quantize_rows(
     elementwise): item ``i`` is ``quantize(rows[i], precision)``, read-only.
 
     A batch of frames pays a few rounding calls per tile of rows instead of a few per
-    frame. The items are the rows of one array (it lives while one of them does), so a
-    writer's encoder can shuffle consecutive rows in one copy.
+    frame. The items are the rows of one array (it lives while one of them does) with
+    8 bytes of slack after the last, so a writer's encoder can shuffle consecutive rows
+    in one copy that reads them as whole unaligned words.
     """
     if not rows:
         return []
     q = quantum(precision)
     # rows at a time that stay in a core's cache between the passes over them
     tile = max(1, _TILE_BYTES // max(1, rows[0].size * 8))
-    out = np.empty((len(rows), *rows[0].shape))
+    count = len(rows) * rows[0].size
+    owner = np.empty(count + 1)
+    out = owner[:count].reshape(len(rows), *rows[0].shape)
     for start in range(0, len(rows), tile):
         _quantize_tile(rows[start : start + tile], q, precision, out[start : start + tile])
     out.flags.writeable = False
+    owner.flags.writeable = False  # frozen at its owner too: no view of it can thaw it
     return list(out)
 
 

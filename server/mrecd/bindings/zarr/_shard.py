@@ -239,22 +239,24 @@ class ChunkCodec:
         """The shuffled bytes of each chunk, one row each (the batched pipeline's first step),
         written into ``out`` (``len(chunks) * nbytes`` bytes) and returned as its rows.
 
-        One numpy transposing copy shuffles them all, releasing the GIL once: the
-        chunks as they are when they are the rows of one array (a batch's rounding),
-        else gathered first by plain memory copies that keep the GIL. (A copy per
-        chunk releases and retakes the GIL per chunk, and each retake waits for the
-        busy appending thread; numcodecs' per-chunk loop keeps it, but is slower.)
+        One numpy call shuffles them all, releasing the GIL once: from the chunks as
+        they are when they are the rows of one array with a word of slack after them
+        (a batch's rounding, :func:`~mrecd.model.quantize_rows`), else from a copy
+        gathered by plain memory copies that keep the GIL. (A copy per chunk releases
+        and retakes the GIL per chunk, and each retake waits for the busy appending
+        thread; numcodecs' per-chunk loop keeps it, but is slower.)
         """
         n, size = len(chunks), self._np_dtype.itemsize
-        rows = _rows_of_one_array(chunks, self._np_dtype)
-        if rows is None:
-            rows = _scratch("gathered", n * self._nbytes).reshape(n, self._nbytes)
-            gathered = memoryview(rows).cast("B")
+        found = _rows_of_one_array(chunks, self._np_dtype, slack=size - 1)
+        if found is None:
+            gathered = _scratch("gathered", n * self._nbytes + size)
+            view = memoryview(gathered).cast("B")
             for k, chunk in enumerate(chunks):
                 plain = np.ascontiguousarray(chunk, dtype=self._np_dtype)
-                gathered[k * self._nbytes : (k + 1) * self._nbytes] = memoryview(plain).cast("B")
-        shuffled = out.reshape(n, size, self._nbytes // size)
-        shuffled.transpose(0, 2, 1)[...] = rows.view(np.uint8).reshape(n, -1, size)
+                view[k * self._nbytes : (k + 1) * self._nbytes] = memoryview(plain).cast("B")
+            found = gathered, 0
+        owner, offset = found
+        _byte_planes(owner, offset, n, self._nbytes, size, out)
         return out.reshape(n, self._nbytes)
 
     def decode(self, data: bytes | memoryview, *, where: str = "") -> npt.NDArray[Any]:
@@ -371,29 +373,64 @@ def _scratch(name: str, nbytes: int) -> npt.NDArray[np.uint8]:
 
 
 def _rows_of_one_array(
-    chunks: Sequence[npt.NDArray[Any]], dtype: np.dtype[Any]
-) -> npt.NDArray[Any] | None:
-    """``chunks`` as one array when they are consecutive rows of one C-contiguous array of
-    ``dtype`` (the rows a batch's rounding makes), else ``None``."""
+    chunks: Sequence[npt.NDArray[Any]], dtype: np.dtype[Any], *, slack: int
+) -> tuple[npt.NDArray[Any], int] | None:
+    """The array owning ``chunks`` and the byte offset of the first, when they are
+    consecutive C-contiguous chunks of ``dtype`` in its memory (the rows a batch's
+    rounding makes) and ``slack`` bytes of it follow the last; else ``None``."""
     first = chunks[0]
-    base = first.base
+    owner = first.base
     if not (
-        isinstance(base, np.ndarray)
-        and base.dtype == dtype
-        and base.flags.c_contiguous
-        and base.shape[1:] == first.shape
+        isinstance(owner, np.ndarray)
+        and owner.base is None
+        and owner.flags.c_contiguous
+        and first.dtype == dtype
+        and first.flags.c_contiguous
     ):
         return None
     step = first.nbytes
-    offset, address = divmod(_address(first) - _address(base), step)
-    if address or offset + len(chunks) > len(base):
-        return None
-    rows = base[offset : offset + len(chunks)]
     start = _address(first)
+    offset = start - _address(owner)
+    if offset < 0 or offset + len(chunks) * step + slack > owner.nbytes:
+        return None
     for k, chunk in enumerate(chunks):
-        if chunk.base is not base or _address(chunk) != start + k * step:
+        if (
+            chunk.base is not owner
+            or _address(chunk) != start + k * step
+            or chunk.dtype != dtype
+            or chunk.nbytes != step
+            or not chunk.flags.c_contiguous
+        ):
             return None
-    return rows
+    return owner, offset
+
+
+def _byte_planes(
+    source: npt.NDArray[Any], offset: int, n: int, nbytes: int, size: int, out: npt.NDArray[Any]
+) -> None:
+    """Byte-shuffle ``n`` chunks of ``nbytes`` (elements of ``size`` bytes) that lie back to
+    back in ``source``'s memory from byte ``offset``, into ``out``: byte k of every element
+    of a chunk, for k in order, chunk after chunk.
+
+    Byte k of an element is the low byte of the little-endian word read ``k`` bytes into
+    it, so one casting copy of overlapping unaligned words makes every byte plane (2.4x
+    numpy's byte-strided transposing copy, one GIL release). The last word read starts
+    ``size - 1`` bytes before the end: that many bytes of ``source`` must follow the
+    chunks (numpy refuses a view that would read past ``source``).
+    """
+    if size not in (1, 2, 4, 8):  # no word of that size: numpy's byte-strided copy
+        planes = out.reshape(n, size, nbytes // size).transpose(0, 2, 1)
+        flat = source.reshape(-1).view(np.uint8)[offset : offset + n * nbytes]
+        planes[...] = flat.reshape(n, nbytes // size, size)
+        return
+    words = np.ndarray(
+        (n, size, nbytes // size),
+        dtype=np.dtype(f"<u{size}"),
+        buffer=source,
+        offset=offset,
+        strides=(nbytes, 1, size),
+    )
+    np.copyto(out.reshape(n, size, nbytes // size), words, casting="unsafe")
 
 
 def _address(array: npt.NDArray[Any]) -> int:
