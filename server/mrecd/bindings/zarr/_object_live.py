@@ -419,7 +419,10 @@ class ObjectArrayAppender(ArrayAppender):
         attributes: dict[str, Any] | None = None,
         *,
         length: int = 0,
+        grow_ahead: bool = False,
     ) -> None:
+        # exact shapes only: a commit's zarr.json states the rows its partial chunk ends at
+        del grow_ahead
         super().__init__(path, _live_layout(layout), attributes, length=length)
 
     def _metadata(self, length: int) -> dict[str, Any]:
@@ -427,13 +430,15 @@ class ObjectArrayAppender(ArrayAppender):
         document["codecs"] = list(self.layout.codecs)
         return document
 
-    def prepare(self) -> Any:
-        commit = super().prepare()
+    def prepare(self, *, exact: bool = True) -> Any:
+        commit = super().prepare(exact=True)
         if commit is not None:
+            assert commit.metadata is not None  # exact commits always state their shape
             commit.metadata = self._metadata(int(commit.metadata["shape"][0]))
         return commit
 
-    def _put(self, encoded: Sequence[tuple[int, bytes]], metadata: dict[str, Any]) -> None:
+    def _put(self, encoded: Sequence[tuple[int, bytes]], metadata: dict[str, Any] | None) -> None:
+        assert metadata is not None  # exact commits always state their shape
         store = self.path.store
         ndim = 1 + len(self.layout.trailing)
         total = int(metadata["shape"][0])
@@ -503,7 +508,7 @@ class ObjectArrayAppender(ArrayAppender):
                 store.trust(key, raw)
         if isinstance(store, ConditionalStore) and trusted and raw_meta is not None:
             store.trust(meta_key.key, raw_meta)
-        self._flushed = length
+        self._flushed = self._published = length
 
 
 # -- what the commit holds, and garbage past it -------------------------------------------------

@@ -551,13 +551,14 @@ def _fill_json(dtype: str) -> Any:
 
 
 class ArrayCommit:
-    """The chunks one commit writes to one array, and the metadata that follows them."""
+    """The chunks one commit writes to one array, and the metadata that follows them
+    (``None``: the published ``zarr.json`` still holds them)."""
 
     def __init__(
         self,
         appender: ArrayAppender,
         jobs: list[tuple[int, npt.NDArray[Any]]],
-        metadata: dict[str, Any],
+        metadata: dict[str, Any] | None,
     ) -> None:
         self.appender = appender
         self.jobs = jobs
@@ -583,7 +584,8 @@ class ArrayCommit:
         Written, its chunks land where the two commits would put them one after
         the other, and the shard indexes and ``zarr.json`` end as the later one's.
         """
-        merged = ArrayCommit(self.appender, self.jobs + later.jobs, later.metadata)
+        metadata = self.metadata if later.metadata is None else later.metadata
+        merged = ArrayCommit(self.appender, self.jobs + later.jobs, metadata)
         merged.encoded = self.encoded + later.encoded
         return merged
 
@@ -656,6 +658,15 @@ class ArrayAppender:
     tail chunk is kept in memory and re-encoded at the next flush (its old
     bytes become bounded dead bytes, chunking.md §3).
 
+    A ``grow_ahead`` array publishes its shape a shard at a time: an automatic
+    commit whose rows fit the shape already published leaves ``zarr.json``
+    alone, and one that outgrows it publishes the end of the shard it reaches.
+    Readers take every such array to its logical length and tolerate longer
+    ones (trajectory.md §3.1), so the store a commit leaves means the same; an
+    exact commit (a durable flush) publishes the exact length. Only arrays
+    whose logical length is bounded by ``nstep`` or ``offset`` may grow ahead:
+    an index read by its leading entries (``step_index``) may not.
+
     Parameters
     ----------
     path
@@ -666,6 +677,8 @@ class ArrayAppender:
         The array's attributes (``meta_dtype`` …), written with its metadata.
     length
         Rows already committed; the reopen rule trims the array to it.
+    grow_ahead
+        Publish shapes a shard at a time between exact commits (above).
     """
 
     def __new__(cls, path: Location, *args: Any, **kwargs: Any) -> ArrayAppender:
@@ -683,10 +696,13 @@ class ArrayAppender:
         attributes: dict[str, Any] | None = None,
         *,
         length: int = 0,
+        grow_ahead: bool = False,
     ) -> None:
         self.path = path
         self.layout = layout
         self.attributes = dict(attributes or {})
+        self.grow_ahead = grow_ahead
+        self._published: int | None = None  # the shape in zarr.json once queued commits land
         self.codec = ChunkCodec(layout.dtype, layout.chunk_shape(), list(layout.codecs))
         self._shards: dict[int, _ShardFile] = {}
         self._flushed = 0  # rows whose bytes and metadata are on disk
@@ -725,19 +741,21 @@ class ArrayAppender:
 
     # -- flush -------------------------------------------------------------------------------
 
-    def prepare(self) -> ArrayCommit | None:
-        """Take the pending rows as the chunks of the next commit (``None``: nothing pending).
+    def prepare(self, *, exact: bool = True) -> ArrayCommit | None:
+        """Take the pending rows as the chunks of the next commit (``None``: nothing to write).
 
         Bookkeeping advances now, on the caller's thread; the returned commit is
         encoded and written later (possibly on another thread) by
         :meth:`ArrayCommit.write`. Commits of one appender must be written in
-        the order they were prepared.
+        the order they were prepared. ``exact=False`` lets a ``grow_ahead``
+        array keep or grow its published shape instead of stating its length;
+        an exact commit with nothing pending still trims a shape grown ahead.
         """
         if not self._pending_rows:
-            if self._created:
+            if self._created and self._published == self._flushed:
                 return None
             self._created = True  # an empty new array still publishes its metadata
-            return ArrayCommit(self, [], self.layout.metadata(self._flushed, self.attributes))
+            return ArrayCommit(self, [], self._metadata_for(self._flushed, exact=True))
         self._created = True
         c = self.layout.chunk_rows
         first_chunk = self._flushed // c
@@ -764,7 +782,18 @@ class ArrayAppender:
         self._flushed = total
         self._pending = []
         self._pending_rows = 0
-        return ArrayCommit(self, jobs, self.layout.metadata(total, self.attributes))
+        return ArrayCommit(self, jobs, self._metadata_for(total, exact=exact))
+
+    def _metadata_for(self, length: int, *, exact: bool) -> dict[str, Any] | None:
+        """The ``zarr.json`` a commit to ``length`` rows publishes (``None``: keep the one
+        published), and the shape it states becomes the published one."""
+        shape = length
+        if self.grow_ahead and not exact:
+            if self._published is not None and self._published >= length:
+                return None
+            shape = -(-length // self.layout.shard_rows) * self.layout.shard_rows
+        self._published = shape
+        return self.layout.metadata(shape, self.attributes)
 
     def flush(self) -> None:
         """Encode and write everything pending on this thread."""
@@ -773,7 +802,7 @@ class ArrayAppender:
             commit.encode_range(0, len(commit.jobs))
             commit.write()
 
-    def _put(self, encoded: Sequence[tuple[int, bytes]], metadata: dict[str, Any]) -> None:
+    def _put(self, encoded: Sequence[tuple[int, bytes]], metadata: dict[str, Any] | None) -> None:
         per_shard = self.layout.chunks_per_shard
         by_shard: dict[int, list[tuple[int, bytes]]] = {}
         for chunk, data in encoded:  # one tail write per shard, chunks in commit order
@@ -783,14 +812,16 @@ class ArrayAppender:
             shard.put_many(chunks)
             shard.write_index()
             self._touched.add(shard)
-        write_json_atomic(self.path / "zarr.json", metadata)
-        self._metadata_dirty = True
+        if metadata is not None:
+            write_json_atomic(self.path / "zarr.json", metadata)
+            self._metadata_dirty = True
 
     def write_metadata(self) -> None:
         """Rewrite ``zarr.json`` (after an attribute change) at the flushed length."""
         write_json_atomic(
             self.path / "zarr.json", self.layout.metadata(self._flushed, self.attributes)
         )
+        self._published = self._flushed
         self._metadata_dirty = True
 
     def sync(self) -> None:
@@ -855,7 +886,7 @@ class ArrayAppender:
                 shard = self._shard(index)
                 shard.drop_from(keep_chunks - first)
                 shard.write_index()
-        self._flushed = length
+        self._flushed = self._published = length
 
 
 # -- reading -------------------------------------------------------------------------------------

@@ -167,10 +167,12 @@ class _BlockWriter:
             (self.path / "_validity").mkdir(exist_ok=True)
             write_json_atomic(self.path / "_validity" / "zarr.json", _group_doc({}))
         for column in self.spec.columns:
-            self.columns[column] = ArrayAppender(self.path / column, layouts[column])
+            self.columns[column] = ArrayAppender(
+                self.path / column, layouts[column], grow_ahead=True
+            )
             key = f"_validity/{column}"
             if key in layouts:
-                self.masks[column] = ArrayAppender(self.path / key, layouts[key])
+                self.masks[column] = ArrayAppender(self.path / key, layouts[key], grow_ahead=True)
         self.created = True
         self.frame_rows = frame_rows
 
@@ -189,11 +191,17 @@ class _BlockWriter:
         self.uniform_rows = block.uniform_rows
         for column, array in block.columns.items():
             self.columns[column] = ArrayAppender(
-                self.path / column, _layout_of(array.metadata), length=self.total_rows
+                self.path / column,
+                _layout_of(array.metadata),
+                length=self.total_rows,
+                grow_ahead=True,
             )
         for column, array in block.masks.items():
             self.masks[column] = ArrayAppender(
-                self.path / "_validity" / column, _layout_of(array.metadata), length=self.total_rows
+                self.path / "_validity" / column,
+                _layout_of(array.metadata),
+                length=self.total_rows,
+                grow_ahead=True,
             )
         if block.indexed:
             self.step_index = ArrayAppender(
@@ -467,7 +475,7 @@ class _Series:
 
     def _materialize(self, value: Any) -> None:
         history = [self._expected(i) if i else self.start for i in range(self.count)]
-        self.array = ArrayAppender(self.path, _dense_layout(self.dtype))
+        self.array = ArrayAppender(self.path, _dense_layout(self.dtype), grow_ahead=True)
         self.array.append(np.array([*history, value], dtype=numpy_dtype(self.dtype)))
 
     def progression(self) -> dict[str, Any] | None:
@@ -575,6 +583,7 @@ class TrajectoryWriter:
                 _layout_of(array.metadata),
                 {"meta_dtype": spec.dtype},
                 length=n,
+                grow_ahead=True,
             )
         self._reopen_series(reader, n)
         if last is not None:
@@ -601,7 +610,9 @@ class TrajectoryWriter:
                 series.stride = progression.get("stride")
             elif (array := reader.dense_array(name)) is not None:
                 series.count = n
-                series.array = ArrayAppender(self.path / name, _layout_of(array.metadata), length=n)
+                series.array = ArrayAppender(
+                    self.path / name, _layout_of(array.metadata), length=n, grow_ahead=True
+                )
             # else: a run without times keeps none
 
     # -- appending ---------------------------------------------------------------------------
@@ -714,7 +725,9 @@ class TrajectoryWriter:
             ) from self._failure
 
     def _prepare(self, durable: bool) -> _Commit:
-        arrays = [c for a in self._appenders() if (c := a.prepare()) is not None]
+        # an automatic commit lets arrays grow their published shape a shard at a time; a
+        # durable one leaves every zarr.json at its exact length
+        arrays = [c for a in self._appenders() if (c := a.prepare(exact=durable)) is not None]
         groups = [
             doc for block in self.blocks.values() if (doc := block.group_document()) is not None
         ]
