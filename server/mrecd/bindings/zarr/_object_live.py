@@ -463,11 +463,6 @@ class ObjectArrayAppender(ArrayAppender):
                 put(chunk, data)
         store.put((self.path / "zarr.json").key, dumps_json(metadata))
 
-    def write_metadata(self) -> None:
-        self.path.store.put(
-            (self.path / "zarr.json").key, dumps_json(self._metadata(self._flushed))
-        )
-
     def sync(self) -> None:
         """Nothing: an acknowledged PUT is durable."""
 

@@ -816,14 +816,6 @@ class ArrayAppender:
             write_json_atomic(self.path / "zarr.json", metadata)
             self._metadata_dirty = True
 
-    def write_metadata(self) -> None:
-        """Rewrite ``zarr.json`` (after an attribute change) at the flushed length."""
-        write_json_atomic(
-            self.path / "zarr.json", self.layout.metadata(self._flushed, self.attributes)
-        )
-        self._published = self._flushed
-        self._metadata_dirty = True
-
     def sync(self) -> None:
         """Make every write since the last sync durable (shards, then ``zarr.json``)."""
         for shard in self._touched:
