@@ -25,8 +25,6 @@ from mrecd.storage import DirectoryStore, Location
 
 from .conftest import atoms, frame
 
-pytestmark = pytest.mark.directory_only
-
 
 def _shape(array: Path) -> int:
     return int(json.loads((array / "zarr.json").read_text())["shape"][0])
@@ -90,6 +88,7 @@ def test_merged_commits_keep_the_last_shape_stated(tmp_path: Path) -> None:
     appender.close()
 
 
+@pytest.mark.directory_only
 def test_automatic_commits_leave_column_metadata_alone_while_rows_fit(root: Path) -> None:
     traj = open_trajectory(root, flush_every=2)
     for i in range(4):
@@ -120,6 +119,7 @@ def test_automatic_commits_leave_column_metadata_alone_while_rows_fit(root: Path
     assert _shape(sites / "atomi") == 9
 
 
+@pytest.mark.directory_only
 def test_a_killed_writer_leaves_shapes_ahead_that_reopen_trims(root: Path) -> None:
     """A writer killed between automatic commits; the reopen rule trims the columns."""
     script = textwrap.dedent(
@@ -145,3 +145,21 @@ def test_a_killed_writer_leaves_shapes_ahead_that_reopen_trims(root: Path) -> No
     reread = open_trajectory(root)
     assert [reread[i].step for i in range(7)] == list(range(7))
     np.testing.assert_array_equal(reread[6]["atoms"]["x"].values, atoms(4, 6)["x"])
+
+
+def test_a_live_reader_follows_commits_inside_a_shard_grown_ahead(root: Path) -> None:
+    """The reader caches what it read of a shard whose zarr.json no commit rewrites; after a
+    refresh it still finds the frames committed into that shard since."""
+    writer = open_trajectory(root, flush_every=2)
+    for i in range(2):
+        writer.append(frame(i, blocks={"atoms": atoms(4, i)}))
+    assert writer.nstep == 2
+    reader = open_trajectory(root)
+    np.testing.assert_array_equal(reader[1]["atoms"]["x"].values, atoms(4, 1)["x"])
+    for i in range(2, 6):
+        writer.append(frame(i, blocks={"atoms": atoms(4, i)}))
+    assert writer.nstep == 6
+    assert reader.refresh() == 6
+    for i in range(6):
+        np.testing.assert_array_equal(reader[i]["atoms"]["z"].values, atoms(4, i)["z"])
+    writer.close()
