@@ -9,6 +9,7 @@ arrays (read by their leading entries) never grow ahead.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -20,7 +21,8 @@ import pytest
 
 from mrecd.api._trajectory import open_trajectory
 from mrecd.bindings.zarr._codecs import inner_codecs
-from mrecd.bindings.zarr._shard import ArrayAppender, ArrayLayout
+from mrecd.bindings.zarr._shard import ArrayAppender, ArrayLayout, ArrayReader
+from mrecd.bindings.zarr._tree import Tree
 from mrecd.storage import DirectoryStore, Location
 
 from .conftest import atoms, frame
@@ -36,12 +38,20 @@ def _appender(tmp_path: Path, *, grow_ahead: bool) -> ArrayAppender:
 
 
 def _commit(appender: ArrayAppender, rows: int, *, exact: bool) -> dict[str, Any] | None:
-    """Append ``rows`` rows, commit them on this thread; the metadata the commit published."""
+    """Append ``rows`` rows and commit them on this thread, then check that every row so far
+    reads back from disk within the published shape; the metadata the commit published."""
     appender.append(np.arange(appender.length, appender.length + rows, dtype=np.uint64))
     commit = appender.prepare(exact=exact)
-    assert commit is not None
+    if commit is None:
+        raise AssertionError("a commit with pending rows has chunks to write")
     commit.encode_range(0, len(commit.jobs))
     commit.write()
+    document = json.loads((Path(os.fspath(appender.path)) / "zarr.json").read_text())
+    reader = ArrayReader(Tree(appender.path.as_store()), "", document)
+    np.testing.assert_array_equal(
+        reader.read(0, appender.length), np.arange(appender.length, dtype=np.uint64)
+    )
+    reader.close()
     return commit.metadata
 
 
