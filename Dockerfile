@@ -14,8 +14,12 @@
 # another container needs a read token, or MRECD_METRICS_ANONYMOUS=always.
 # Other commands: docker run -v $PWD:/data mrecd validate /data/run.mrec
 FROM python:3.12-slim AS build
+# a C compiler for the native commit encoder (hatch_build.py); the slim runtime below has the
+# libzstd.so.1 it links to (dpkg depends on it)
+RUN apt-get update && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md hatch_build.py ./
 COPY server ./server
 COPY client ./client
 # the service and the command line need the storage bindings: the `server` extra

@@ -6,11 +6,13 @@ VENV    ?= .venv
 PY      := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 
-.PHONY: venv test chromium soak bench lint fmt serve openapi clean
+.PHONY: venv test compiler chromium soak bench lint fmt serve openapi clean
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The install compiles the native commit encoder (hatch_build.py), so it is redone when the
+# encoder's source changes; without a C compiler mrecd encodes in Python.
+$(STAMP): pyproject.toml hatch_build.py server/mrecd/bindings/zarr/_kernel.c | compiler
 	@test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test,lint]'
@@ -23,6 +25,14 @@ $(VENV)/.bench: $(STAMP)
 
 test: $(STAMP) chromium
 	$(PY) -m pytest -q -m "not slow"
+
+# The native commit encoder needs a C compiler (and libzstd.so.1, which Debian always has);
+# install one when missing, as for Chromium below. Under CI=true a missing one fails a test.
+compiler:
+	@command -v cc >/dev/null 2>&1 || \
+		{ if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+		  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq gcc libc6-dev; } || \
+		echo "no C compiler: mrecd will encode in Python (slower appends)"
 
 # The page tests (tests/page) drive Debian's Chromium; install it when missing (as root, or
 # with sudo). Without it they skip locally and fail under CI=true.

@@ -43,6 +43,11 @@ from ...errors import InvalidRecord
 from ...model import DTYPE_OF_ZARR, STRING_DTYPE, ZARR_DATA_TYPE, numpy_dtype
 from ...storage import Location, RangeReader
 from ._codecs import SHARD_INDEX_CODECS
+
+try:  # the native commit encoder, compiled at install where it can be (hatch_build.py)
+    from . import _kernel
+except ImportError:  # pragma: no cover - no compiler or libzstd at install: encode in Python
+    _kernel = None  # type: ignore[assignment]
 from ._json import read_json, write_json_atomic
 from ._tree import Tree
 
@@ -208,6 +213,10 @@ class ChunkCodec:
             data: Any = _VLEN.encode(np.asarray(chunk, dtype=object).ravel())
         else:
             data = np.ascontiguousarray(chunk, dtype=self._np_dtype).view(np.uint8).ravel()
+        native = self._native_level
+        if native is not None:  # the bytes a batch of the native encoder makes
+            run = (data, 0, 1, data.nbytes, self._np_dtype.itemsize)
+            return _kernel.encode([run], native, 1)[0][0]
         for kind, arg in self._steps:
             if kind == "shuffle":
                 data = _shuffle(data, arg)
@@ -227,6 +236,12 @@ class ChunkCodec:
     def nbytes(self) -> int:
         """Bytes of one decoded chunk (0: variable, a string chunk)."""
         return self._nbytes
+
+    @property
+    def _native_level(self) -> int | None:
+        """The zstd level when the native encoder encodes this pipeline (else ``None``)."""
+        batch = self.zstd_batch
+        return batch[0] if batch is not None and not batch[1] and _kernel is not None else None
 
     @property
     def zstd_batch(self) -> tuple[int, bool] | None:
@@ -249,15 +264,22 @@ class ChunkCodec:
         n, size = len(chunks), self._np_dtype.itemsize
         found = _rows_of_one_array(chunks, self._np_dtype, slack=size - 1)
         if found is None:
-            gathered = _scratch("gathered", n * self._nbytes + size)
-            view = memoryview(gathered).cast("B")
-            for k, chunk in enumerate(chunks):
-                plain = np.ascontiguousarray(chunk, dtype=self._np_dtype)
-                view[k * self._nbytes : (k + 1) * self._nbytes] = memoryview(plain).cast("B")
-            found = gathered, 0
+            found = self.gathered(chunks, "gathered", slack=size), 0
         owner, offset = found
         _byte_planes(owner, offset, n, self._nbytes, size, out)
         return out.reshape(n, self._nbytes)
+
+    def gathered(
+        self, chunks: Sequence[npt.NDArray[Any]], name: str, *, slack: int = 0
+    ) -> npt.NDArray[np.uint8]:
+        """The plain bytes of ``chunks`` back to back (and ``slack`` more bytes), in this
+        thread's buffer ``name``: plain memory copies, which keep the GIL."""
+        gathered = _scratch(name, len(chunks) * self._nbytes + slack)
+        view = memoryview(gathered).cast("B")
+        for k, chunk in enumerate(chunks):
+            plain = np.ascontiguousarray(chunk, dtype=self._np_dtype)
+            view[k * self._nbytes : (k + 1) * self._nbytes] = memoryview(plain).cast("B")
+        return gathered
 
     def decode(self, data: bytes | memoryview, *, where: str = "") -> npt.NDArray[Any]:
         """The full-shape chunk encoded in ``data``; refuses a checksum mismatch."""
@@ -307,6 +329,53 @@ def encode_batches(
     batches: Sequence[tuple[ChunkCodec, Sequence[npt.NDArray[Any]]]],
 ) -> list[list[bytes]]:
     """The encoded bytes of every chunk of every ``(codec, chunks)`` batch, in order.
+
+    With the native encoder (:func:`_encode_native`) where it was built, else in Python
+    (:func:`_encode_python`).
+    """
+    if _kernel is not None:
+        return _encode_native(batches)
+    return _encode_python(batches)
+
+
+def _encode_native(
+    batches: Sequence[tuple[ChunkCodec, Sequence[npt.NDArray[Any]]]],
+) -> list[list[bytes]]:
+    """:func:`encode_batches` through ``_kernel``: the chunks of declared-precision pipelines
+    (shuffle, zstd, crc32c) of one zstd level go to one native call, which shuffles,
+    compresses and checksums them on two native threads without taking the GIL once.
+
+    Chunks that lie back to back in one array (a batch's rounding) are handed over where
+    they are; others are first gathered into a buffer of this thread's.
+    """
+    out: list[list[bytes]] = [[] for _ in batches]
+    runs: dict[int, list[tuple[int, tuple[Any, int, int, int, int]]]] = {}
+    gathered = 0
+    for b, (codec, chunks) in enumerate(batches):
+        level = codec._native_level
+        if level is None:  # another pipeline, or zstd's own checksum asked for
+            out[b] = [codec.encode(chunk) for chunk in chunks]
+            continue
+        if not chunks:
+            continue
+        found = _rows_of_one_array(chunks, codec._np_dtype, slack=0)
+        if found is None:
+            found = codec.gathered(chunks, f"gathered-{gathered}"), 0
+            gathered += 1
+        owner, offset = found
+        run = (owner, offset, len(chunks), codec.nbytes, codec._np_dtype.itemsize)
+        runs.setdefault(level, []).append((b, run))
+    for level, members in runs.items():
+        encoded = _kernel.encode([run for _, run in members], level, _ZSTD_THREADS)
+        for (b, _), chunks_bytes in zip(members, encoded, strict=True):
+            out[b] = chunks_bytes
+    return out
+
+
+def _encode_python(
+    batches: Sequence[tuple[ChunkCodec, Sequence[npt.NDArray[Any]]]],
+) -> list[list[bytes]]:
+    """:func:`encode_batches` without the native encoder.
 
     The bytes are those of :meth:`ChunkCodec.encode` one chunk at a time, with
     fewer calls: the chunks of declared-precision pipelines (shuffle, zstd,
