@@ -33,7 +33,7 @@ class NativeKernelHook(BuildHookInterface):  # type: ignore[type-arg]
     def initialize(self, version: str, build_data: dict[str, Any]) -> None:
         """Compile ``_kernel`` next to its source and ship it, or say why not."""
         wanted = os.environ.get("MRECD_NATIVE", "auto")
-        if wanted == "0":
+        if wanted == "0" or self.target_name != "wheel":  # an sdist ships the source only
             return
         root = Path(self.root)
         target = (root / SOURCE).with_name("_kernel" + sysconfig.get_config_var("EXT_SUFFIX"))
