@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import google_crc32c
@@ -28,11 +29,18 @@ def _decoded(data: bytes, size: int) -> bytes:
     return bytes(Shuffle(size).decode(Zstd().decode(payload)))
 
 
-def test_ci_builds_the_native_encoder() -> None:
-    """CI measures and tests what a user's install builds: the compile must not fail there."""
+def test_ci_builds_the_native_encoder_and_writers_use_it() -> None:
+    """CI measures and tests what a user's install builds: the compile must not fail there,
+    and a declared-precision column's chunks must go through it."""
     if os.environ.get("CI") != "true":
         pytest.skip("only CI promises a C compiler and libzstd")
-    assert kernel is not None
+    codec = ChunkCodec("f64", (3000,), inner_codecs("f64", precision=1e-3))
+    assert codec._native_level == 3, "the native encoder was not built or is not used"
+    chunks = _chunks()
+    owner = chunks[0].base
+    assert owner is not None
+    native = _shard._kernel.encode([(owner, 0, len(chunks), 24_000, 8)], 3, 2)[0]
+    assert encode_batches([(codec, chunks)])[0] == native
 
 
 @needs_kernel
@@ -97,23 +105,19 @@ def test_threads_calling_at_once_each_get_their_own_bytes() -> None:
     """zstd contexts are pooled across calls: concurrent calls must not share one."""
     rng = np.random.default_rng(7)
     buffers = [rng.normal(size=3000 * 16).astype("<f8") for _ in range(6)]
-    results: list[list[list[bytes]] | None] = [None] * 6
+    start = threading.Barrier(len(buffers))
 
-    def encode(i: int) -> None:
-        for _ in range(20):
-            results[i] = kernel.encode([(buffers[i], 0, 16, 24_000, 8)], 3, 2)
+    def encode(buffer: np.ndarray) -> list[list[list[bytes]]]:
+        start.wait()  # all six in the native code together
+        return [kernel.encode([(buffer, 0, 16, 24_000, 8)], 3, 2) for _ in range(20)]
 
-    threads = [threading.Thread(target=encode, args=(i,)) for i in range(6)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    for buffer, result in zip(buffers, results, strict=True):
-        assert result is not None
+    with ThreadPoolExecutor(len(buffers)) as pool:
+        calls = list(pool.map(encode, buffers))  # a call's error is raised here
+    for buffer, results in zip(buffers, calls, strict=True):
         raw = buffer.tobytes()
-        assert [_decoded(d, 8) for d in result[0]] == [
-            raw[k * 24_000 : (k + 1) * 24_000] for k in range(16)
-        ]
+        expected = [raw[k * 24_000 : (k + 1) * 24_000] for k in range(16)]
+        for [chunks] in results:
+            assert [_decoded(d, 8) for d in chunks] == expected
 
 
 def _chunks() -> list[np.ndarray]:
